@@ -1,0 +1,30 @@
+# kandev-extract — see README.md. `make run` extracts (the demo store when no
+# Kandev store is found); `make test` runs every test.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/kandev/kandev-extract/pipeline.Version=$(VERSION)
+BIN     := bin/kandev-extract
+ARGS    ?=
+
+export CGO_ENABLED = 1
+
+.PHONY: build run test lint fmt bench fuzz clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kandev-extract
+
+run: build
+	./$(BIN) run $(ARGS)
+
+test:
+	$(GO) test -race -count=1 -timeout 40m ./...
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin warehouse

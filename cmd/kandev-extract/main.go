@@ -1,0 +1,52 @@
+// Command kandev-extract turns Kandev stores into an analytics warehouse:
+// Parquet files plus a DuckDB database whose views carry Kandev's disclosure
+// rules. It wires the pipeline together; the ETL lives in the packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitError carries a specific exit code (documented in the README).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a run or command failed
+	exitUsage   = 2 // bad flags or arguments
+)
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "kandev-extract:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "kandev-extract:", err)
+	return exitFailure
+}

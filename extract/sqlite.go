@@ -1,0 +1,307 @@
+package extract
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev-extract/models"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+var _ models.Source = (*SQLiteSource)(nil)
+
+// SQLiteSource reads a Kandev SQLite store. It opens the file read-only
+// (mode=ro, query_only) so that it cannot write, and works on a store that
+// Kandev holds open in WAL mode.
+type SQLiteSource struct {
+	Path string
+	db   *sql.DB
+}
+
+// sqliteHeader is the first 16 bytes of every SQLite 3 database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// OpenSQLite opens path read-only after checking that it is a SQLite file.
+func OpenSQLite(ctx context.Context, path string) (*SQLiteSource, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if err := checkSQLiteFile(abs); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", sqliteDSN(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("store %s: open: %w", abs, err)
+	}
+	// One connection: the snapshot is one read transaction on it.
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: open read-only: %w", abs, err)
+	}
+	s := &SQLiteSource{Path: abs, db: db}
+	if err := s.probe(ctx); err != nil {
+		db.Close()
+		// A WAL-mode store in a directory we cannot write, with no -wal
+		// file beside it, cannot be open by any writer (a WAL writer must
+		// create -wal there), so reading it as immutable is safe.
+		if fallback := s.immutableFallback(ctx, err); fallback != nil {
+			return fallback, nil
+		}
+		return nil, fmt.Errorf("store %s: %w", abs, err)
+	}
+	return s, nil
+}
+
+func sqliteDSN(path string, immutable bool) string {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	if immutable {
+		q.Set("immutable", "1")
+	}
+	q.Add("_pragma", "query_only(1)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+func (s *SQLiteSource) probe(ctx context.Context) error {
+	var n int
+	return s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
+}
+
+func (s *SQLiteSource) immutableFallback(ctx context.Context, cause error) *SQLiteSource {
+	if _, err := os.Stat(s.Path + "-wal"); err == nil {
+		return nil
+	}
+	if !strings.Contains(strings.ToLower(cause.Error()), "unable to open") {
+		return nil
+	}
+	db, err := sql.Open("sqlite", sqliteDSN(s.Path, true))
+	if err != nil {
+		return nil
+	}
+	db.SetMaxOpenConns(1)
+	f := &SQLiteSource{Path: s.Path, db: db}
+	if f.probe(ctx) != nil {
+		db.Close()
+		return nil
+	}
+	return f
+}
+
+func checkSQLiteFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("store %s: no such file (give --source the path of Kandev's kandev.db, usually ~/.kandev/data/kandev.db)", path)
+		}
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("store %s: is a directory, not a SQLite file", path)
+	}
+	if st.Size() == 0 {
+		return fmt.Errorf("store %s: file is empty, not a Kandev SQLite store", path)
+	}
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
+		return fmt.Errorf("store %s: not a SQLite database (bad header)", path)
+	}
+	return nil
+}
+
+func (s *SQLiteSource) Dialect() models.Dialect { return models.DialectSQLite }
+func (s *SQLiteSource) Location() string        { return s.Path }
+func (s *SQLiteSource) Close() error            { return s.db.Close() }
+
+// Begin starts one read transaction and pins its snapshot with a first read.
+func (s *SQLiteSource) Begin(ctx context.Context) (models.Snapshot, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("store %s: begin read transaction: %w", s.Path, err)
+	}
+	at := time.Now().UTC()
+	// SQLite starts the snapshot at the first read, not at BEGIN.
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("store %s: read schema: %w", s.Path, err)
+	}
+	return &sqliteSnapshot{src: s, tx: tx, at: at}, nil
+}
+
+type sqliteSnapshot struct {
+	src *SQLiteSource
+	tx  *sql.Tx
+	at  time.Time
+}
+
+func (s *sqliteSnapshot) At() time.Time { return s.at }
+func (s *sqliteSnapshot) Close() error  { return s.tx.Rollback() }
+
+func (s *sqliteSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
+	ok, err := s.TableExists(ctx, "kandev_meta")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &models.MissingTableError{Source: s.src.Path, Table: "kandev_meta"}
+	}
+	rows, err := s.tx.QueryContext(ctx, `SELECT CAST(key AS TEXT), CAST(value AS TEXT) FROM kandev_meta`)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: read kandev_meta: %w", s.src.Path, err)
+	}
+	defer rows.Close()
+	var out []models.MetaEntry
+	for rows.Next() {
+		var k, v sql.NullString
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("store %s: read kandev_meta: %w", s.src.Path, err)
+		}
+		out = append(out, models.MetaEntry{Key: k.String, Value: v.String})
+	}
+	return out, rows.Err()
+}
+
+func (s *sqliteSnapshot) TableExists(ctx context.Context, table string) (bool, error) {
+	var n int
+	err := s.tx.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("store %s: look up table %s: %w", s.src.Path, table, err)
+	}
+	return n > 0, nil
+}
+
+func (s *sqliteSnapshot) Columns(ctx context.Context, table string) ([]string, error) {
+	rows, err := s.tx.QueryContext(ctx, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: columns of %s: %w", s.src.Path, table, err)
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	return cols, rows.Err()
+}
+
+func (s *sqliteSnapshot) SubagentSchema(ctx context.Context) (models.SubagentSchema, error) {
+	const table = "task_session_subagents"
+	var out models.SubagentSchema
+	ok, err := s.TableExists(ctx, table)
+	if err != nil || !ok {
+		return out, err
+	}
+	out.Exists = true
+	if out.Columns, err = s.Columns(ctx, table); err != nil {
+		return out, err
+	}
+	// Unique constraints and unique indexes, by column set (origin 'pk' is
+	// the primary key, not a constraint the contract talks about).
+	rows, err := s.tx.QueryContext(ctx,
+		`SELECT il.name, ii.name FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii
+		 WHERE il."unique" = 1 AND il.origin <> 'pk' ORDER BY il.seq, ii.seqno`, table)
+	if err != nil {
+		return out, fmt.Errorf("store %s: unique keys of %s: %w", s.src.Path, table, err)
+	}
+	defer rows.Close()
+	idx := map[string]int{}
+	for rows.Next() {
+		var name, col string
+		if err := rows.Scan(&name, &col); err != nil {
+			return out, err
+		}
+		i, seen := idx[name]
+		if !seen {
+			i = len(out.UniqueKeys)
+			idx[name] = i
+			out.UniqueKeys = append(out.UniqueKeys, nil)
+		}
+		out.UniqueKeys[i] = append(out.UniqueKeys[i], col)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqliteSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(row []any) error) error {
+	ok, err := s.TableExists(ctx, spec.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &models.MissingTableError{Source: s.src.Path, Table: spec.Name}
+	}
+	cols, err := s.Columns(ctx, spec.Name)
+	if err != nil {
+		return err
+	}
+	list, err := selectList(s.src.Path, spec, columnSet(cols), func(c string) string {
+		// Read the stored text itself: the driver would otherwise turn
+		// TIMESTAMP-declared columns into time.Time and lose the form.
+		return "CAST(" + c + " AS TEXT)"
+	})
+	if err != nil {
+		return err
+	}
+	q := "SELECT " + list + fromClause(spec)
+	return s.stream(ctx, spec.Name, q, nil, fn)
+}
+
+func (s *sqliteSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {
+	return s.stream(ctx, "query", query, args, fn)
+}
+
+func (s *sqliteSnapshot) stream(ctx context.Context, what, q string, args []any, fn func(row []any) error) error {
+	rows, err := s.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("store %s: read %s: %w", s.src.Path, what, err)
+	}
+	defer rows.Close()
+	n := len(mustColumns(rows))
+	vals := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return fmt.Errorf("store %s: read %s: %w", s.src.Path, what, err)
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		if err := fn(vals); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store %s: read %s: %w", s.src.Path, what, err)
+	}
+	return nil
+}
+
+func mustColumns(rows *sql.Rows) []string {
+	c, _ := rows.Columns()
+	return c
+}

@@ -1,0 +1,96 @@
+// Package load writes the warehouse: Parquet files published atomically per
+// run, and a DuckDB database of views over the committed runs.
+package load
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// ProvenanceKey is the Parquet key-value metadata key holding the run's
+// provenance document (JSON).
+const ProvenanceKey = "kandev_extract.provenance"
+
+// DefaultRowGroupRows caps a row group; one record batch is one row group.
+const DefaultRowGroupRows = 128 * 1024
+
+// ParquetFile writes one table's rows for one run.
+type ParquetFile struct {
+	Path string
+	file *syncFile
+	fw   *pqarrow.FileWriter
+	Rows int64
+}
+
+// syncFile makes the writer's Close flush the file to disk first, so that a
+// rename after Close publishes durable bytes.
+type syncFile struct{ *os.File }
+
+func (f *syncFile) Close() error {
+	if err := f.File.Sync(); err != nil {
+		f.File.Close()
+		return err
+	}
+	return f.File.Close()
+}
+
+// CreateParquet creates path (and its directory) for rows of schema: zstd,
+// dictionary encoding, TIMESTAMP(MICROS, UTC), the Arrow schema stored.
+func CreateParquet(path string, schema *arrow.Schema, createdBy string) (*ParquetFile, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("parquet %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("parquet %s: %w", path, err)
+	}
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithDictionaryDefault(true),
+		parquet.WithMaxRowGroupLength(DefaultRowGroupRows),
+		parquet.WithCreatedBy(createdBy),
+	)
+	sf := &syncFile{f}
+	fw, err := pqarrow.NewFileWriter(schema, sf, props,
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithCoerceTimestamps(arrow.Microsecond)))
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("parquet %s: %w", path, err)
+	}
+	return &ParquetFile{Path: path, file: sf, fw: fw}, nil
+}
+
+// Write writes one record batch as a row group.
+func (p *ParquetFile) Write(rec arrow.RecordBatch) error {
+	if err := p.fw.Write(rec); err != nil {
+		return fmt.Errorf("parquet %s: %w", p.Path, err)
+	}
+	p.Rows += rec.NumRows()
+	return nil
+}
+
+// Close stamps the key-value metadata and closes the file durably.
+func (p *ParquetFile) Close(meta map[string]string) error {
+	for k, v := range meta {
+		if err := p.fw.AppendKeyValueMetadata(k, v); err != nil {
+			return fmt.Errorf("parquet %s: metadata: %w", p.Path, err)
+		}
+	}
+	if err := p.fw.Close(); err != nil {
+		return fmt.Errorf("parquet %s: close: %w", p.Path, err)
+	}
+	return nil
+}
+
+// Abort closes the file without caring for its content (it is discarded).
+func (p *ParquetFile) Abort() {
+	p.fw.Close()
+	os.Remove(p.Path)
+}

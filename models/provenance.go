@@ -1,0 +1,64 @@
+package models
+
+import "time"
+
+// Formats and versions of the documents the extractor writes. Bump
+// SchemaVersion when a warehouse table changes shape.
+const (
+	ProvenanceFormat = "kandev-extract/provenance"
+	ManifestFormat   = "kandev-extract/run-manifest"
+	DocumentVersion  = 1
+	SchemaVersion    = 1
+)
+
+// Provenance says where every row of a run came from. It is stamped into
+// every Parquet file's key-value metadata and into the run manifest.
+type Provenance struct {
+	Format           string                     `json:"format"`
+	Version          int                        `json:"version"`
+	RunID            string                     `json:"run_id"`
+	InstallationID   string                     `json:"installation_id"`
+	SourceDialect    Dialect                    `json:"source_dialect"`
+	SourceLocation   string                     `json:"source_location"` // secrets redacted
+	KandevVersion    *string                    `json:"kandev_version"`
+	SnapshotAt       time.Time                  `json:"snapshot_at"`
+	ExtractorVersion string                     `json:"extractor_version"`
+	SchemaVersion    int                        `json:"schema_version"`
+	RawKeys          map[string]*string         `json:"raw_keys"` // null = row absent
+	TableShape       TableShape                 `json:"subagent_table_shape"`
+	ActivationState  ActivationState            `json:"activation_state"`
+	Tables           map[string]TableProvenance `json:"tables"`
+	RejectedValues   int64                      `json:"rejected_values"`
+	QuarantinedRows  int64                      `json:"quarantined_rows"`
+}
+
+// TableProvenance is what was actually read from one source table.
+type TableProvenance struct {
+	SourceTable     string     `json:"source_table"`
+	RowsRead        int64      `json:"rows_read"`
+	RowsWritten     int64      `json:"rows_written"`
+	HighWaterColumn string     `json:"high_water_column,omitempty"`
+	HighWater       *time.Time `json:"high_water,omitempty"`
+}
+
+// Run statuses in a manifest.
+const (
+	RunCommitted = "committed"
+	RunFailed    = "failed"
+)
+
+// Manifest records one installation's part of a run. A committed manifest
+// is the commit marker: files without one are not part of the warehouse.
+type Manifest struct {
+	Format         string            `json:"format"`
+	Version        int               `json:"version"`
+	RunID          string            `json:"run_id"`
+	InstallationID string            `json:"installation_id"`
+	Status         string            `json:"status"`
+	Error          string            `json:"error,omitempty"`
+	StartedAt      time.Time         `json:"started_at"`
+	FinishedAt     time.Time         `json:"finished_at"`
+	DurationMS     int64             `json:"duration_ms"`
+	Files          map[string]string `json:"files,omitempty"` // table -> path relative to the warehouse
+	Provenance     *Provenance       `json:"provenance,omitempty"`
+}

@@ -1,0 +1,212 @@
+package transform
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kandev/kandev-extract/models"
+)
+
+// Disclosure is one plain-words rule that applies to an installation's data.
+type Disclosure struct {
+	Rule     string
+	Severity string // info, warning
+	Text     string
+	Instant  time.Time // zero when the rule names none
+	Count    int64
+	HasCount bool
+}
+
+// Facts is what the disclosures are computed from: the installation state
+// and the counts the run actually read.
+type Facts struct {
+	State    models.InstallationState
+	Subagent SubagentStats
+	Sessions FanoutStats
+	Turns    FanoutStats
+	Rejected int64
+	RejRows  int64
+}
+
+const tsLayout = "2006-01-02T15:04:05.999999999Z07:00"
+
+// Disclose states, per rule, what an analyst must know to read the data.
+func Disclose(f Facts) []Disclosure {
+	var out []Disclosure
+	add := func(rule, sev string, at time.Time, count int64, hasCount bool, format string, args ...any) {
+		out = append(out, Disclosure{Rule: rule, Severity: sev, Text: fmt.Sprintf(format, args...),
+			Instant: at, Count: count, HasCount: hasCount})
+	}
+	st, sa := f.State, f.Subagent
+	turnsLower, turnsUnknown := f.Turns.Completeness[models.FanoutLowerBound], f.Turns.Completeness[models.FanoutUnknown]
+	sessLower, sessUnknown := f.Sessions.Completeness[models.FanoutLowerBound], f.Sessions.Completeness[models.FanoutUnknown]
+
+	if st.Shape == models.ShapeAbsent {
+		add("feature_absent", "warning", time.Time{}, f.Sessions.Rows, true,
+			"This store has no task_session_subagents table (a Kandev build from before subagent capture). "+
+				"Fan-out is UNKNOWN, not zero, for all %d sessions and %d turns: the absence of a row is not the absence of a subagent.",
+			f.Sessions.Rows, f.Turns.Rows)
+		return append(out, f.rejectRules()...)
+	}
+	for _, k := range []models.ActivationKey{st.CaptureSince, st.BackfillThrough, st.ExecutionSince} {
+		if k.State == models.KeyUnparseable {
+			add("key_unparseable", "warning", time.Time{}, 0, false,
+				"kandev_meta key %s holds %q, which is not an RFC 3339 instant (%s). No boundary is published from it, and it is not treated as absent.",
+				k.Name, *k.Raw, k.Problem)
+		}
+	}
+	if !st.CaptureSince.Valid() {
+		why := "is absent"
+		if st.CaptureSince.State == models.KeyUnparseable {
+			why = "does not parse"
+		}
+		add("no_capture_boundary", "warning", time.Time{}, sa.Rows, true,
+			"subagent_context_capture_since %s, so no capture boundary is known. The %d subagent rows are real measurements, "+
+				"but no count is complete: fan-out is a lower bound where rows exist (%d turns, %d sessions) and UNKNOWN, not zero, where none do (%d turns, %d sessions).",
+			why, sa.Rows, turnsLower, sessLower, turnsUnknown, sessUnknown)
+	} else {
+		c := st.CaptureSince
+		add("capture_boundary", "info", c.At, sa.Window[models.BeforeCapture], true,
+			"Subagent capture is complete from %s (subagent_context_capture_since = %q): fan-out of activity that started at or after it is exact, and a zero there is a true zero. "+
+				"Activity that started before it has fan-out that is a lower bound (%d turns, %d sessions with rows) or UNKNOWN, not zero (%d turns, %d sessions without rows). "+
+				"The %d rows observed before it are real measurements and are kept.",
+			c.At.Format(tsLayout), *c.Raw, turnsLower, sessLower, turnsUnknown, sessUnknown, sa.Window[models.BeforeCapture])
+		if c.Precision == models.PrecisionSecond {
+			add("second_precision_boundary", "warning", c.At, sa.Ambiguous, true,
+				"subagent_context_capture_since (%q) is only second-precise (written by an older Kandev build and never rewritten, as AC-24 requires). "+
+					"The true boundary lies somewhere in the second after it: %d rows observed in that second are flagged capture_boundary_ambiguous.",
+				*c.Raw, sa.Ambiguous)
+		}
+	}
+	switch st.BackfillThrough.State {
+	case models.KeyAbsent:
+		if st.CaptureSince.Valid() {
+			add("partial_key_pair", "warning", time.Time{}, 0, false,
+				"subagent_context_backfill_through is missing while capture_since is present: a partial key pair that a pre-amendment Kandev build could leave. "+
+					"capture_since still bounds completeness; whether history before it was backfilled is not stated.")
+		}
+	case models.KeyNoneMatched:
+		add("backfill_matched_nothing", "info", time.Time{}, 0, false,
+			"subagent_context_backfill_through is '' (the state of every fresh install): the backfill matched nothing, so no history before capture_since is claimed as covered, "+
+				"and there was none to recover. This is not a missing boundary; capture_since is the boundary that matters.")
+	case models.KeyPresent:
+		b := st.BackfillThrough
+		add("backfill_through", "info", b.At, 0, false,
+			"The one-time backfill recovered subagents from message metadata up to %s (subagent_context_backfill_through = %q).",
+			b.At.Format(tsLayout), *b.Raw)
+	}
+	if sa.Backfill > 0 {
+		add("backfill_provenance", "warning", time.Time{}, sa.Backfill, true,
+			"%d of %d rows came from the backfill (source = 'backfill', recovered from message metadata) and are not like-for-like with the %d live rows: "+
+				"they carry no execution identity and only what survived in metadata. Aggregates carry the live/backfill split.",
+			sa.Backfill, sa.Rows, sa.Live)
+	}
+	if st.Shape == models.ShapePreAmendment {
+		add("pre_amendment_shape", "warning", time.Time{}, sa.Rows, true,
+			"task_session_subagents has the pre-amendment shape (no execution-scoped unique key), so no execution identity is recorded: all %d rows are not_recorded and execution_id is NULL.",
+			sa.Rows)
+	} else if unrec := sa.Rows - sa.Identity[models.ExecRecorded]; unrec > 0 {
+		add("unrecorded_execution", "warning", time.Time{}, unrec, true,
+			"%d rows have no recorded execution (agent_execution_id = 'unknown': %d from the backfill, %d before execution identity existed, %d live frames that arrived without one). "+
+				"Their execution_id is NULL, so COUNT(DISTINCT execution_id) never counts 'unknown' as an execution and never reads two 'unknown' rows as one.",
+			unrec, sa.Identity[models.ExecUnrecordedBackfill], sa.Identity[models.ExecUnrecordedPreAmendment], sa.Identity[models.ExecUnrecordedLive])
+	}
+	if e := st.ExecutionSince; e.Valid() {
+		add("execution_since", "info", e.At, sa.Identity[models.ExecUnrecordedPreAmendment], true,
+			"subagent_context_execution_since = %q: %d 'unknown' live rows before it predate execution identity, and %d after it are live frames that arrived without one; "+
+				"compare execution counts across it only with that split. Real execution ids are real on both sides.",
+			*e.Raw, sa.Identity[models.ExecUnrecordedPreAmendment], sa.Identity[models.ExecUnrecordedLive])
+	}
+	if unmeasured := sa.Rows - sa.Measured; unmeasured > 0 {
+		add("unmeasured_usage", "info", time.Time{}, unmeasured, true,
+			"%d of %d rows report no usage at all (total_tokens, tool_use_count and duration_ms all NULL, e.g. async_launched dispatches that never report). "+
+				"They stay NULL, never 0: averages are over the %d measured rows only.",
+			unmeasured, sa.Rows, sa.Measured)
+	}
+	return append(out, f.rejectRules()...)
+}
+
+func (f Facts) rejectRules() []Disclosure {
+	if f.Rejected == 0 {
+		return nil
+	}
+	return []Disclosure{{Rule: "rejects", Severity: "warning", Count: f.Rejected, HasCount: true,
+		Text: fmt.Sprintf("%d source values were refused (%d whole rows quarantined, the rest set to NULL): the rejects view lists each with its table, row id, column, raw value and reason.",
+			f.Rejected, f.RejRows)}}
+}
+
+// DisclosureSchema is the disclosures table.
+var DisclosureSchema = runFields(
+	str("rule"), str("severity"), str("text"), optStamp("instant"), optInt("count"),
+)
+
+// WriteDisclosures appends the rules to b.
+func WriteDisclosures(ctx *Context, b *Builder, ds []Disclosure) error {
+	for _, d := range ds {
+		ctx.lead(b)
+		b.Str(d.Rule)
+		b.Str(d.Severity)
+		b.Str(d.Text)
+		b.Time(d.Instant, !d.Instant.IsZero())
+		b.Int(d.Count, d.HasCount)
+		if err := b.EndRow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InstallationSchema is fact_installation_state: one row per installation
+// per run.
+var InstallationSchema = runFields(
+	stamp("snapshot_at"), str("source_dialect"), str("source_location"), optStr("kandev_version"),
+	optStr("capture_since_raw"), optStamp("capture_since"), optStr("capture_since_precision"), str("capture_since_state"),
+	optStr("backfill_through_raw"), optStamp("backfill_through"), optStr("backfill_through_precision"), str("backfill_through_state"),
+	optStr("execution_since_raw"), optStamp("execution_since"), optStr("execution_since_precision"), str("execution_since_state"),
+	str("subagent_table_shape"), str("activation_state"),
+	integer("subagent_rows"), integer("subagent_rows_live"), integer("subagent_rows_backfill"),
+	integer("session_rows"), integer("turn_rows"), integer("rejected_values"), str("extractor_version"),
+)
+
+// InstallationRow is the content of fact_installation_state for one run.
+type InstallationRow struct {
+	SnapshotAt       time.Time
+	Dialect          models.Dialect
+	Location         string
+	ExtractorVersion string
+	Facts            Facts
+}
+
+// WriteInstallation appends the installation state row to b.
+func WriteInstallation(ctx *Context, b *Builder, r InstallationRow) error {
+	st := r.Facts.State
+	ctx.lead(b)
+	b.Time(r.SnapshotAt, true)
+	b.Str(string(r.Dialect))
+	b.Str(r.Location)
+	b.OptStr(deref(st.KandevVersion))
+	for _, k := range []models.ActivationKey{st.CaptureSince, st.BackfillThrough, st.ExecutionSince} {
+		b.OptStr(deref(k.Raw))
+		b.Time(k.At, k.Valid())
+		b.OptStr(string(k.Precision), k.Precision != models.PrecisionNone)
+		b.Str(string(k.State))
+	}
+	b.Str(string(st.Shape))
+	b.Str(string(st.Activation))
+	sa := r.Facts.Subagent
+	b.Int(sa.Rows, true)
+	b.Int(sa.Live, true)
+	b.Int(sa.Backfill, true)
+	b.Int(r.Facts.Sessions.Rows, true)
+	b.Int(r.Facts.Turns.Rows, true)
+	b.Int(r.Facts.Rejected, true)
+	b.Str(r.ExtractorVersion)
+	return b.EndRow()
+}
+
+func deref(s *string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	return *s, true
+}
