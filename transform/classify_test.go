@@ -1,0 +1,226 @@
+package transform
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev-extract/models"
+)
+
+func meta(kv ...string) []models.MetaEntry {
+	var out []models.MetaEntry
+	for i := 0; i < len(kv); i += 2 {
+		out = append(out, models.MetaEntry{Key: kv[i], Value: kv[i+1]})
+	}
+	return out
+}
+
+func TestIsTerminalIsExactlyKandevsSix(t *testing.T) {
+	// AC-11: the six values of isTerminalToolStatus, and agent statuses never.
+	for _, s := range []string{"complete", "completed", "success", "error", "failed", "cancelled"} {
+		if !IsTerminal(s, true) {
+			t.Errorf("%q should be terminal", s)
+		}
+	}
+	for _, s := range []string{"pending", "in_progress", "async_launched", "started", "Completed", "canceled", ""} {
+		if IsTerminal(s, true) {
+			t.Errorf("%q should not be terminal", s)
+		}
+	}
+	if IsTerminal("completed", false) {
+		t.Error("a NULL tool_status is not terminal")
+	}
+}
+
+func TestShape(t *testing.T) {
+	cols := []string{"id", "task_session_id", "agent_execution_id", "tool_call_id"}
+	tests := []struct {
+		name string
+		in   models.SubagentSchema
+		want models.TableShape
+	}{
+		{"absent", models.SubagentSchema{}, models.ShapeAbsent},
+		{"execution aware", models.SubagentSchema{Exists: true, Columns: cols,
+			UniqueKeys: [][]string{{"task_session_id", "agent_execution_id", "tool_call_id"}}}, models.ShapeExecutionAware},
+		{"key declared in another order", models.SubagentSchema{Exists: true, Columns: cols,
+			UniqueKeys: [][]string{{"tool_call_id", "task_session_id", "agent_execution_id"}}}, models.ShapeExecutionAware},
+		{"pre-amendment two-column key", models.SubagentSchema{Exists: true, Columns: cols[:2],
+			UniqueKeys: [][]string{{"task_session_id", "tool_call_id"}}}, models.ShapePreAmendment},
+		{"both keys", models.SubagentSchema{Exists: true, Columns: cols,
+			UniqueKeys: [][]string{{"task_session_id", "tool_call_id"}, {"task_session_id", "agent_execution_id", "tool_call_id"}}}, models.ShapePreAmendment},
+		{"column but no key", models.SubagentSchema{Exists: true, Columns: cols}, models.ShapePreAmendment},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Shape(tt.in); got != tt.want {
+				t.Errorf("Shape = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestActivationState(t *testing.T) {
+	C, B := models.KeyCaptureSince, models.KeyBackfillThrough
+	tests := []struct {
+		name  string
+		meta  []models.MetaEntry
+		shape models.TableShape
+		want  models.ActivationState
+	}{
+		{"fresh install", meta(C, "2026-08-03T15:00:00.123456789Z", B, ""), models.ShapeExecutionAware, models.Activated},
+		{"upgraded", meta(C, "2026-08-03T15:00:00Z", B, "2026-08-01T00:00:00Z"), models.ShapeExecutionAware, models.Activated},
+		{"partial pair", meta(C, "2026-08-03T15:00:00Z"), models.ShapeExecutionAware, models.CaptureOnlyPartialPair},
+		{"backfill key garbage", meta(C, "2026-08-03T15:00:00Z", B, "soon"), models.ShapeExecutionAware, models.BackfillKeyUnparseable},
+		{"no keys", nil, models.ShapeExecutionAware, models.NotActivated},
+		{"only backfill_through", meta(B, ""), models.ShapeExecutionAware, models.NotActivated},
+		{"capture_since unparseable", meta(C, "2026-08-03 15:00:00", B, ""), models.ShapeExecutionAware, models.NotActivated},
+		{"no table", meta(C, "2026-08-03T15:00:00Z", B, ""), models.ShapeAbsent, models.FeatureAbsent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Installation(tt.meta, tt.shape).Activation; got != tt.want {
+				t.Errorf("activation = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func at(s string) time.Time {
+	t, _, err := ParseStamp(s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func TestCaptureWindowOneMicrosecond(t *testing.T) {
+	// The boundary is exact to the column's microsecond, equality is "after"
+	// (AC-24, AC-24e), on a sub-second key and on a second-precision key.
+	tests := []struct {
+		key, observed string
+		want          models.CaptureWindow
+		ambiguous     bool
+	}{
+		{"2026-09-01T10:00:00.123456Z", "2026-09-01 10:00:00.123455+00:00", models.BeforeCapture, false},
+		{"2026-09-01T10:00:00.123456Z", "2026-09-01 10:00:00.123456+00:00", models.AfterCapture, false},
+		{"2026-09-01T10:00:00.123456789Z", "2026-09-01 10:00:00.123456+00:00", models.BeforeCapture, false},
+		{"2026-09-01T10:00:00.123456789Z", "2026-09-01 10:00:00.123457+00:00", models.AfterCapture, false},
+		{"2026-08-05T10:00:00Z", "2026-08-05 09:59:59.999999+00:00", models.BeforeCapture, false},
+		{"2026-08-05T10:00:00Z", "2026-08-05 10:00:00+00:00", models.AfterCapture, true},
+		{"2026-08-05T10:00:00Z", "2026-08-05 10:00:00.999999+00:00", models.AfterCapture, true},
+		{"2026-08-05T10:00:00Z", "2026-08-05 10:00:01+00:00", models.AfterCapture, false},
+		// Same day, hours after the key: a string comparison says "before".
+		{"2026-08-05T10:00:00Z", "2026-08-05 23:59:59.999999+00:00", models.AfterCapture, false},
+		{"2026-08-05T10:00:00Z", "2026-08-05 00:00:01+00:00", models.BeforeCapture, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+" vs "+tt.observed, func(t *testing.T) {
+			c := Classifier{State: Installation(meta(models.KeyCaptureSince, tt.key, models.KeyBackfillThrough, ""), models.ShapeExecutionAware)}
+			got := c.Row(at(tt.observed), "live", "e1", true, "completed", true)
+			if got.Window != tt.want || got.BoundaryAmbiguous != tt.ambiguous {
+				t.Errorf("window = %s ambiguous=%v, want %s ambiguous=%v", got.Window, got.BoundaryAmbiguous, tt.want, tt.ambiguous)
+			}
+		})
+	}
+	c := Classifier{State: Installation(nil, models.ShapeExecutionAware)}
+	if got := c.Row(at("2026-08-05 10:00:00+00:00"), "live", "e1", true, "", false).Window; got != models.NoBoundary {
+		t.Errorf("no key: window = %s, want no_boundary", got)
+	}
+}
+
+func TestExecutionIdentity(t *testing.T) {
+	withE := Installation(meta(models.KeyCaptureSince, "2026-08-03T15:00:00Z", models.KeyBackfillThrough, "",
+		models.KeyExecutionSince, "2026-08-06T09:30:00.555555555Z"), models.ShapeExecutionAware)
+	noE := Installation(meta(models.KeyCaptureSince, "2026-08-03T15:00:00Z", models.KeyBackfillThrough, ""), models.ShapeExecutionAware)
+	pre := Installation(meta(models.KeyCaptureSince, "2026-08-03T15:00:00Z", models.KeyBackfillThrough, ""), models.ShapePreAmendment)
+	const uuid = "2c84d350-0f15-4181-b9de-5a1f5f68d707"
+	tests := []struct {
+		name     string
+		state    models.InstallationState
+		observed string
+		source   string
+		exec     string
+		execOK   bool
+		want     models.ExecutionIdentity
+		wantID   string
+	}{
+		{"real id", noE, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecRecorded, uuid},
+		{"real id before execution_since is still real", withE, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecRecorded, uuid},
+		{"backfill sentinel", noE, "2026-08-04 00:00:00+00:00", "backfill", "unknown", true, models.ExecUnrecordedBackfill, ""},
+		{"backfill sentinel merged later stays backfill", withE, "2026-08-07 00:00:00+00:00", "backfill", "unknown", true, models.ExecUnrecordedBackfill, ""},
+		{"live sentinel before E", withE, "2026-08-06 09:30:00.555555+00:00", "live", "unknown", true, models.ExecUnrecordedPreAmendment, ""},
+		{"live sentinel at E", withE, "2026-08-06 09:30:00.555556+00:00", "live", "unknown", true, models.ExecUnrecordedLive, ""},
+		{"live sentinel, no E", noE, "2026-08-04 00:00:00+00:00", "live", "unknown", true, models.ExecUnrecordedLive, ""},
+		{"pre-amendment shape", pre, "2026-08-04 00:00:00+00:00", "live", "", false, models.ExecNotRecorded, ""},
+		{"pre-amendment shape ignores a value", pre, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecNotRecorded, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Classifier{State: tt.state}.Row(at(tt.observed), tt.source, tt.exec, tt.execOK, "completed", true)
+			if got.Identity != tt.want || got.ExecutionID != tt.wantID {
+				t.Errorf("identity = %s id=%q, want %s id=%q", got.Identity, got.ExecutionID, tt.want, tt.wantID)
+			}
+		})
+	}
+}
+
+func TestFanoutCompleteness(t *testing.T) {
+	activated := Classifier{State: Installation(meta(models.KeyCaptureSince, "2026-08-05T10:00:00.5Z", models.KeyBackfillThrough, ""), models.ShapeExecutionAware)}
+	none := Classifier{State: Installation(nil, models.ShapeExecutionAware)}
+	absent := Classifier{State: Installation(meta(models.KeyCaptureSince, "2026-08-05T10:00:00.5Z"), models.ShapeAbsent)}
+	tests := []struct {
+		name      string
+		c         Classifier
+		started   string
+		startedOK bool
+		n         int64
+		want      models.FanoutCompleteness
+		fanout    int64
+		exact     bool
+	}{
+		{"after C, zero is a true zero", activated, "2026-08-05 10:00:00.5+00:00", true, 0, models.FanoutComplete, 0, true},
+		{"after C, three", activated, "2026-08-06 00:00:00+00:00", true, 3, models.FanoutComplete, 3, true},
+		{"before C with rows is a lower bound", activated, "2026-08-05 10:00:00.499999+00:00", true, 2, models.FanoutLowerBound, 0, false},
+		{"before C without rows is unknown", activated, "2026-08-05 10:00:00.499999+00:00", true, 0, models.FanoutUnknown, 0, false},
+		{"no key, rows", none, "2026-08-06 00:00:00+00:00", true, 1, models.FanoutLowerBound, 0, false},
+		{"no key, none", none, "2026-08-06 00:00:00+00:00", true, 0, models.FanoutUnknown, 0, false},
+		{"unreadable start", activated, "", false, 0, models.FanoutUnknown, 0, false},
+		{"no table", absent, "2026-08-06 00:00:00+00:00", true, 0, models.FanoutUnknown, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var started time.Time
+			if tt.startedOK {
+				started = at(tt.started)
+			}
+			got, fanout, exact := tt.c.Fanout(started, tt.startedOK, tt.n)
+			if got != tt.want || fanout != tt.fanout || exact != tt.exact {
+				t.Errorf("Fanout = %s %d %v, want %s %d %v", got, fanout, exact, tt.want, tt.fanout, tt.exact)
+			}
+		})
+	}
+}
+
+func TestStepAtStart(t *testing.T) {
+	tests := []struct {
+		in      any
+		want    string
+		ok      bool
+		problem bool
+	}{
+		{`{"workflow_step_id_at_start":"6c03cfa7"}`, "6c03cfa7", true, false},
+		{`{}`, "", false, false},
+		{nil, "", false, false},
+		{"", "", false, false},
+		{"null", "", false, false},
+		{`{"workflow_step_id_at_start":""}`, "", false, false},
+		{`not json`, "", false, true},
+		{`[1,2]`, "", false, true},
+	}
+	for _, tt := range tests {
+		got, ok, problem := StepAtStart(tt.in)
+		if got != tt.want || ok != tt.ok || (problem != "") != tt.problem {
+			t.Errorf("StepAtStart(%v) = %q %v %q", tt.in, got, ok, problem)
+		}
+	}
+}
