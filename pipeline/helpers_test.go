@@ -202,3 +202,6 @@ func equalSets(t testing.TB, what string, got, want []string) {
 		}
 	}
 }
+
+func fmtSscan(s string, v *int) (int, error) { return fmt.Sscan(s, v) }
+func itoa(n int) string                      { return fmt.Sprint(n) }
