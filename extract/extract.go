@@ -21,10 +21,19 @@ func Open(ctx context.Context, location string) (models.Source, error) {
 	if location == "" {
 		return nil, fmt.Errorf("no source given")
 	}
+	// Typed nils must not escape as non-nil interfaces.
 	if IsPostgres(location) {
-		return OpenPostgres(ctx, location)
+		s, err := OpenPostgres(ctx, location)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
-	return OpenSQLite(ctx, ExpandHome(location))
+	s, err := OpenSQLite(ctx, ExpandHome(location))
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // IsPostgres reports whether a location names a PostgreSQL database.
@@ -95,7 +104,7 @@ func columnSet(cols []string) map[string]bool {
 
 var (
 	urlPassword = regexp.MustCompile(`(?i)(postgres(?:ql)?://[^:/@]*:)([^@]*)(@)`)
-	kvPassword  = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+	kvPassword  = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)`)
 )
 
 // RedactDSN hides the password of a PostgreSQL URL or keyword DSN, so the

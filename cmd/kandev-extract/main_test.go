@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func repoFile(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cli runs the command in-process and returns stdout, stderr and the exit code.
+func cli(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, &out, &errb)
+	code := exitCode(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := cli(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "kandev-extract ") || !strings.Contains(out, "warehouse schema 1") {
+		t.Errorf("version: code %d, %q", code, out)
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	out, _, code := cli(t, "run", "--help")
+	for _, want := range []string{"--source", "--warehouse", "--installation", "~/.kandev/data/kandev.db", "Exit status", "Example"} {
+		if !strings.Contains(out, want) && !strings.Contains(out, strings.ToLower(want)) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+	if code != 0 {
+		t.Errorf("help exit code %d", code)
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	_, errOut, code := cli(t, "run", "--no-such-flag")
+	if code != 2 || !strings.Contains(errOut, "--help") {
+		t.Errorf("bad flag: code %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = cli(t, "query")
+	if code == 0 {
+		t.Errorf("query without SQL: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestRunAndQuery(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	src := repoFile(t, "testdata/kandev/upgraded-backfill.db")
+	out, errOut, code := cli(t, "run", "--source", src, "--warehouse", wh, "--installation", "team-a", "--log-format", "json")
+	if code != 0 {
+		t.Fatalf("run: code %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	for _, want := range []string{"installation team-a", "activation state: activated", "51 subagents (22 live, 29 backfill)", "[backfill_provenance]", "kandev-extract query"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	// Logs are JSON lines on stderr, naming the installation.
+	first := strings.SplitN(strings.TrimSpace(errOut), "\n", 2)[0]
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(first), &rec); err != nil || rec["installation"] != "team-a" {
+		t.Errorf("first log line %q is not JSON naming the installation (%v)", first, err)
+	}
+
+	out, _, code = cli(t, "query", "--warehouse", wh, "--format", "csv", "SELECT installation_id, activation_state, subagent_rows FROM installations")
+	if code != 0 || out != "installation_id,activation_state,subagent_rows\nteam-a,activated,51\n" {
+		t.Errorf("query csv: code %d, %q", code, out)
+	}
+	out, _, code = cli(t, "query", "-w", wh, "-f", "json", "SELECT count(*) AS n FROM subagent_contexts WHERE source = 'backfill'")
+	if code != 0 || !strings.Contains(out, `"n": 29`) {
+		t.Errorf("query json: code %d, %q", code, out)
+	}
+	// The warehouse is opened read-only by query.
+	_, errOut, code = cli(t, "query", "-w", wh, "CREATE TABLE x (a INT)")
+	if code == 0 || !strings.Contains(strings.ToLower(errOut), "read-only") {
+		t.Errorf("write through query: code %d, %q", code, errOut)
+	}
+}
+
+func TestRunFailureExitsOne(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	_, errOut, code := cli(t, "run", "--source", filepath.Join(t.TempDir(), "missing.db"), "--warehouse", wh, "--installation", "x")
+	if code != 1 || !strings.Contains(errOut, "missing.db") {
+		t.Errorf("missing source: code %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = cli(t, "run", "--source", repoFile(t, "testdata/kandev/fresh-activated.db"), "--warehouse", wh, "--installation", "bad name!")
+	if code != 1 || !strings.Contains(errOut, "not valid") {
+		t.Errorf("bad installation name: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestDefaultSourceAndName(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv(envSource, "")
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	t.Cleanup(func() { os.Chdir(wd) })
+	os.Chdir(dir)
+	if _, _, err := resolveSource(""); err == nil || !strings.Contains(err.Error(), "--source") {
+		t.Errorf("no source anywhere: %v", err)
+	}
+	os.MkdirAll(filepath.Join(dir, "testdata", "demo"), 0o755)
+	os.WriteFile(filepath.Join(dir, demoStorePath), []byte("x"), 0o644)
+	if s, why, err := resolveSource(""); err != nil || s != demoStorePath || why != "demo" {
+		t.Errorf("demo fallback: %q %q %v", s, why, err)
+	}
+	kd := filepath.Join(os.Getenv("HOME"), ".kandev", "data")
+	os.MkdirAll(kd, 0o755)
+	os.WriteFile(filepath.Join(kd, "kandev.db"), []byte("x"), 0o644)
+	if s, why, _ := resolveSource(""); s != filepath.Join(kd, "kandev.db") || why != "Kandev's default store" {
+		t.Errorf("Kandev default: %q %q", s, why)
+	}
+	for src, want := range map[string]string{
+		"/home/a/.kandev/data/kandev.db":             "kandev",
+		"postgres://u:secret@h:5432/kandev_prod?x=1": "kandev_prod",
+		"host=h dbname=team password=secret user=u":  "team",
+		"/tmp/My Store (copy).db":                    "My-Store-copy",
+	} {
+		if got := deriveName(src, false); got != want {
+			t.Errorf("deriveName(%q) = %q, want %q", src, got, want)
+		}
+	}
+}
