@@ -24,6 +24,7 @@ var baseComments = map[string]string{
 	"dim_workflow":            "Workflows.",
 	"dim_workflow_step":       "Workflow steps.",
 	"disclosures":             "Per installation, each rule that applies to its data, in plain words, with the instants and counts.",
+	"fact_writer_health":      "Writer-health evaluation per installation and run (see writer_health).",
 	"rejects":                 "Source values the extractor refused: table, row id, column, raw value, reason, and whether the row was quarantined or the value set to NULL.",
 }
 

@@ -5,7 +5,7 @@ package load
 // installation).
 var baseTables = []string{
 	"fact_subagent_context", "fact_installation_state", "dim_task", "dim_session", "dim_turn",
-	"dim_workflow", "dim_workflow_step", "disclosures", "rejects",
+	"dim_workflow", "dim_workflow_step", "disclosures", "rejects", "fact_writer_health",
 }
 
 // view is an analytic view over the current base views, with its comments.
@@ -16,6 +16,26 @@ type view struct {
 }
 
 var analyticViews = []view{
+	{
+		name: "writer_health",
+		sql: `SELECT installation_id, run_id, evaluated_at, status, evaluated, capture_since, shortfall, excess,
+				expected_keys, observed_keys, collisions, last_observed_at, malformed_metadata, reason
+			FROM fact_writer_health`,
+		comment: "Writer health (spec AC-28/29) at each installation's latest run: shortfall (the alarm) and excess (attributed) are separate directed set differences over distinct (session, tool_call_id) keys since capture_since, never netted. last_observed_at NULL means nothing produced since activation, never healthy. Counts are NULL when the comparison was not run (capture_since absent or unparseable).",
+		columns: map[string]string{
+			"shortfall":        "Distinct subagent-task message keys since capture_since with no subagent row. Non-zero is the alarm.",
+			"excess":           "Distinct subagent keys since capture_since with no subagent-task message. Attributed, not an alarm.",
+			"last_observed_at": "MAX(observed_at) at or after capture_since; NULL = the writer has produced nothing since activation.",
+			"status":           "healthy | shortfall | nothing_since_activation | not_activated | capture_key_unparseable | feature_absent.",
+		},
+	},
+	{
+		name: "writer_health_history",
+		sql: `SELECT installation_id, run_id, evaluated_at, status, evaluated, capture_since, shortfall, excess,
+				expected_keys, observed_keys, collisions, last_observed_at, malformed_metadata, reason
+			FROM fact_writer_health_history ORDER BY installation_id, evaluated_at`,
+		comment: "Writer health at every retained run, to see when a shortfall began.",
+	},
 	{
 		name: "subagent_contexts",
 		sql:  `SELECT * FROM fact_subagent_context`,

@@ -73,7 +73,7 @@ func TestEmptyBackfillThroughMeansMatchedNothing(t *testing.T) {
 	wh, _ := extractTo(t, fixture(t, "fresh-activated.db"), "fresh")
 	db := duck(t, wh)
 	got := rowsOf(t, db, `SELECT rule FROM disclosures`)
-	want := []string{"backfill_matched_nothing", "capture_boundary", "unmeasured_usage", "unrecorded_execution"}
+	want := []string{"backfill_matched_nothing", "capture_boundary", "unmeasured_usage", "unrecorded_execution", "writer_health"}
 	equalSets(t, "rules", got, want)
 	if got := one(t, db, `SELECT activation_state || '|' || backfill_through_state || '|' || (backfill_through IS NULL) FROM installations`); got != "activated|none_matched|true" {
 		t.Errorf("installation = %s", got)
@@ -234,6 +234,9 @@ func TestPreFeatureStore(t *testing.T) {
 		t.Errorf("sessions not unknown | all = %s, want 0|12", got)
 	}
 	equalSets(t, "rules", rowsOf(t, db, `SELECT rule FROM disclosures`), []string{"feature_absent"})
+	if got := one(t, db, `SELECT status || '|' || evaluated || '|' || (shortfall IS NULL) FROM writer_health`); got != "feature_absent|false|true" {
+		t.Errorf("health = %s", got)
+	}
 }
 
 func TestPreAmendmentShape(t *testing.T) {

@@ -229,6 +229,7 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		{transform.TableWorkflow, "workflows", transform.WorkflowSchema},
 		{transform.TableWorkflowStep, "workflow_steps", transform.WorkflowStepSchema},
 		{transform.TableInstallation, "kandev_meta", transform.InstallationSchema},
+		{transform.TableWriterHealth, "task_session_messages", transform.HealthSchema},
 		{transform.TableDisclosures, "", transform.DisclosureSchema},
 		{transform.TableRejects, "", transform.RejectsSchema},
 	}
@@ -284,8 +285,17 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		}
 	}
 
+	health, err := evaluateHealth(ctx, snap, state)
+	if err != nil {
+		return fail(err)
+	}
+	log.Info("writer health", "status", health.Status, "shortfall", health.Counts.Shortfall, "excess", health.Counts.Excess)
+	if err := transform.WriteHealth(tctx, outs[transform.TableWriterHealth].b, snap.At(), health); err != nil {
+		return fail(err)
+	}
+
 	facts = transform.Facts{State: state, Subagent: subagents.Stats, Sessions: sessions.Stats, Turns: turns.Stats,
-		Rejected: rejects.Count, RejRows: rejects.Rows}
+		Rejected: rejects.Count, RejRows: rejects.Rows, Health: health}
 	disclosures := transform.Disclose(facts)
 	if err := transform.WriteDisclosures(tctx, outs[transform.TableDisclosures].b, disclosures); err != nil {
 		return fail(err)
@@ -357,6 +367,27 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		}
 	}
 	return prov, facts, disclosures, nil
+}
+
+// evaluateHealth runs the writer-health comparison inside the snapshot, or
+// returns the verdict that stands when it must not run.
+func evaluateHealth(ctx context.Context, snap models.Snapshot, state models.InstallationState) (models.Health, error) {
+	runIt, verdict := transform.HealthPlan(state)
+	if !runIt {
+		return verdict, nil
+	}
+	ok, err := snap.TableExists(ctx, "task_session_messages")
+	if err != nil {
+		return verdict, err
+	}
+	if !ok {
+		return verdict, fmt.Errorf("writer health: required table task_session_messages is missing")
+	}
+	counts, err := extract.HealthCounts(ctx, snap, state.CaptureSince.At)
+	if err != nil {
+		return verdict, err
+	}
+	return transform.HealthVerdict(state, counts), nil
 }
 
 func abort(outs []*output) {

@@ -26,6 +26,7 @@ type Facts struct {
 	Turns    FanoutStats
 	Rejected int64
 	RejRows  int64
+	Health   models.Health
 }
 
 const tsLayout = "2006-01-02T15:04:05.999999999Z07:00"
@@ -123,7 +124,28 @@ func Disclose(f Facts) []Disclosure {
 				"They stay NULL, never 0: averages are over the %d measured rows only.",
 			unmeasured, sa.Rows, sa.Measured)
 	}
+	out = append(out, f.healthRules()...)
 	return append(out, f.rejectRules()...)
+}
+
+func (f Facts) healthRules() []Disclosure {
+	h := f.Health
+	if h.Status == "" || h.Status == models.HealthFeatureAbsent {
+		return nil
+	}
+	sev := "warning"
+	if h.Status == models.HealthHealthy {
+		sev = "info"
+	}
+	d := Disclosure{Rule: "writer_health", Severity: sev,
+		Text: "Writer health: " + string(h.Status) + ": " + h.Reason + "."}
+	if h.Evaluated {
+		d.Count, d.HasCount = h.Counts.Shortfall, true
+	}
+	if h.Counts.LastObserved != nil {
+		d.Instant = *h.Counts.LastObserved
+	}
+	return []Disclosure{d}
 }
 
 func (f Facts) rejectRules() []Disclosure {

@@ -50,7 +50,7 @@ Then query:   kandev-extract query "SELECT * FROM disclosures"`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: usageErr(c, err)}
 	})
-	root.AddCommand(newRunCmd(g), newQueryCmd(g), newVersionCmd(g))
+	root.AddCommand(newRunCmd(g), newHealthCmd(g), newQueryCmd(g), newVersionCmd(g))
 	return root
 }
 

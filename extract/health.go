@@ -1,0 +1,215 @@
+package extract
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+
+	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/transform"
+)
+
+// HealthCounts evaluates the writer-health comparison (spec AC-28: two
+// directed anti-joins over distinct (task_session_id, tool_call_id) keys,
+// never netted, plus collisions and the scoped MAX(observed_at), AC-29)
+// inside the snapshot, for activity at or after since — compared as exact
+// instants, never as strings (AC-24e).
+func HealthCounts(ctx context.Context, snap models.Snapshot, since time.Time) (models.HealthCounts, error) {
+	switch s := snap.(type) {
+	case *sqliteSnapshot:
+		return s.health(ctx, since)
+	case *pgSnapshot:
+		return s.health(ctx, since)
+	}
+	return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", snap)
+}
+
+// instantLayout is a fixed-width UTC form: lexical order is time order.
+const instantLayout = "2006-01-02T15:04:05.000000000Z"
+
+func init() {
+	// kx_instant(text) renders a stored Kandev timestamp in instantLayout,
+	// or NULL when it does not parse, so SQLite compares instants exactly
+	// (never julianday, never raw text against a key).
+	sqlite.MustRegisterDeterministicScalarFunction("kx_instant", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		s, ok := args[0].(string)
+		if !ok {
+			return nil, nil
+		}
+		t, _, err := transform.ParseStamp(s)
+		if err != nil {
+			return nil, nil
+		}
+		return t.UTC().Format(instantLayout), nil
+	})
+}
+
+const sqliteHealth = `
+WITH msg AS (
+	SELECT m.task_session_id, m.task_id,
+		CASE WHEN m.metadata IS NULL OR m.metadata = '' OR m.metadata = 'null' OR NOT json_valid(m.metadata)
+			THEN '{}' ELSE m.metadata END AS meta
+	FROM task_session_messages m
+	WHERE kx_instant(m.created_at) >= ?1
+),
+expected AS (
+	SELECT msg.task_session_id, json_extract(msg.meta, '$.tool_call_id') AS tool_call_id
+	FROM msg
+	WHERE json_extract(msg.meta, '$.normalized.kind') = 'subagent_task'
+		AND COALESCE(msg.task_session_id, '') <> '' AND COALESCE(msg.task_id, '') <> ''
+		AND COALESCE(json_extract(msg.meta, '$.tool_call_id'), '') <> ''
+	GROUP BY 1, 2
+),
+accounted AS (
+	SELECT msg.task_session_id, json_extract(msg.meta, '$.tool_call_id') AS tool_call_id
+	FROM msg WHERE json_extract(msg.meta, '$.normalized.kind') = 'subagent_task'
+),
+since AS (
+	SELECT s.task_session_id, s.tool_call_id, kx_instant(s.observed_at) AS observed
+	FROM task_session_subagents s WHERE kx_instant(s.observed_at) >= ?1
+)
+SELECT
+	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM expected
+		EXCEPT SELECT task_session_id, tool_call_id FROM since) AS shortfall),
+	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM since GROUP BY 1, 2
+		EXCEPT SELECT task_session_id, tool_call_id FROM accounted) AS excess),
+	(SELECT COUNT(*) FROM expected),
+	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
+	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
+	(SELECT MAX(observed) FROM since),
+	(SELECT COUNT(*) FROM task_session_messages m WHERE m.metadata IS NOT NULL AND m.metadata NOT IN ('', 'null')
+		AND NOT json_valid(m.metadata) AND kx_instant(m.created_at) >= ?1)`
+
+func (s *sqliteSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
+	var (
+		c    models.HealthCounts
+		last *string
+	)
+	err := s.tx.QueryRowContext(ctx, sqliteHealth, since.UTC().Format(instantLayout)).Scan(
+		&c.Shortfall, &c.Excess, &c.Expected, &c.Observed, &c.Collisions, &last, &c.MalformedMetadata)
+	if err != nil {
+		return c, fmt.Errorf("store %s: writer health: %w", s.src.Path, err)
+	}
+	if last != nil {
+		t, err := time.Parse(time.RFC3339Nano, *last)
+		if err != nil {
+			return c, fmt.Errorf("store %s: writer health: %w", s.src.Path, err)
+		}
+		c.LastObserved = &t
+	}
+	return c, nil
+}
+
+// pgHealth is the same comparison on PostgreSQL. The key is bound as a
+// timestamp literal rounded UP to the column's microsecond (a row is at or
+// after a nanosecond key exactly when it is at or after that microsecond);
+// %s is an optional exclusion of messages whose metadata is not JSON.
+const pgHealth = `
+WITH msg AS (
+	SELECT m.task_session_id, m.task_id,
+		(CASE WHEN m.metadata IS NULL OR m.metadata = '' OR m.metadata = 'null' THEN '{}' ELSE m.metadata END)::jsonb AS meta
+	FROM task_session_messages m
+	WHERE m.created_at >= $1::timestamp %s
+),
+expected AS (
+	SELECT msg.task_session_id, msg.meta #>> '{tool_call_id}' AS tool_call_id
+	FROM msg
+	WHERE msg.meta #>> '{normalized,kind}' = 'subagent_task'
+		AND COALESCE(msg.task_session_id, '') <> '' AND COALESCE(msg.task_id, '') <> ''
+		AND COALESCE(msg.meta #>> '{tool_call_id}', '') <> ''
+	GROUP BY 1, 2
+),
+accounted AS (
+	SELECT msg.task_session_id, msg.meta #>> '{tool_call_id}' AS tool_call_id
+	FROM msg WHERE msg.meta #>> '{normalized,kind}' = 'subagent_task'
+),
+since AS (
+	SELECT s.task_session_id, s.tool_call_id, s.observed_at
+	FROM task_session_subagents s WHERE s.observed_at >= $1::timestamp
+)
+SELECT
+	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM expected
+		EXCEPT SELECT task_session_id, tool_call_id FROM since) AS shortfall),
+	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM since GROUP BY 1, 2
+		EXCEPT SELECT task_session_id, tool_call_id FROM accounted) AS excess),
+	(SELECT COUNT(*) FROM expected),
+	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
+	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
+	(SELECT MAX(observed_at) FROM since)`
+
+func (p *pgSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
+	var c models.HealthCounts
+	bound := ceilMicro(since).Format("2006-01-02 15:04:05.999999")
+	run := func(exclude string, args ...any) error {
+		var last *time.Time
+		err := p.tx.QueryRow(ctx, fmt.Sprintf(pgHealth, exclude), args...).Scan(
+			&c.Shortfall, &c.Excess, &c.Expected, &c.Observed, &c.Collisions, &last)
+		if last != nil {
+			t := time.Date(last.Year(), last.Month(), last.Day(), last.Hour(), last.Minute(), last.Second(), last.Nanosecond(), time.UTC)
+			c.LastObserved = &t
+		}
+		return err
+	}
+	// A message whose metadata is not JSON would abort ::jsonb for the whole
+	// statement. Try the set-wise query under a savepoint; only when it
+	// fails on invalid JSON, find those rows and exclude them by id.
+	if _, err := p.tx.Exec(ctx, `SAVEPOINT kx_health`); err != nil {
+		return c, p.src.wrap("writer health", "task_session_messages", err)
+	}
+	err := run("", bound)
+	if err == nil {
+		_, err = p.tx.Exec(ctx, `RELEASE SAVEPOINT kx_health`)
+		return c, p.src.wrapIf("writer health", "task_session_messages", err)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
+		return c, p.src.wrap("writer health", "task_session_messages", err)
+	}
+	if _, err := p.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT kx_health`); err != nil {
+		return c, p.src.wrap("writer health", "task_session_messages", err)
+	}
+	bad, err := p.malformedMessages(ctx, bound)
+	if err != nil {
+		return c, err
+	}
+	c.MalformedMetadata = int64(len(bad))
+	if err := run("AND NOT (m.id = ANY($2))", bound, bad); err != nil {
+		return c, p.src.wrap("writer health", "task_session_messages", err)
+	}
+	return c, nil
+}
+
+// malformedMessages lists messages since bound whose metadata is not JSON.
+func (p *pgSnapshot) malformedMessages(ctx context.Context, bound string) ([]string, error) {
+	rows, err := p.tx.Query(ctx, `SELECT id, metadata FROM task_session_messages
+		WHERE created_at >= $1::timestamp AND metadata IS NOT NULL AND metadata NOT IN ('', 'null')`, bound)
+	if err != nil {
+		return nil, p.src.wrap("writer health", "task_session_messages", err)
+	}
+	defer rows.Close()
+	var bad []string
+	for rows.Next() {
+		var id, meta string
+		if err := rows.Scan(&id, &meta); err != nil {
+			return nil, p.src.wrap("writer health", "task_session_messages", err)
+		}
+		if !json.Valid([]byte(meta)) {
+			bad = append(bad, id)
+		}
+	}
+	return bad, p.src.wrapIf("writer health", "task_session_messages", rows.Err())
+}
+
+func ceilMicro(t time.Time) time.Time {
+	t = t.UTC()
+	if tr := t.Truncate(time.Microsecond); !tr.Equal(t) {
+		return tr.Add(time.Microsecond)
+	}
+	return t
+}
