@@ -23,6 +23,17 @@ lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# Benchmarks print figures (no timed assertions live in tests); see docs/benchmarks.md.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./transform ./load
+	$(GO) run ./internal/bench $(BENCH_ARGS)
+
+# Fuzz each parser for a bounded time (not part of make test / CI).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./transform -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./transform -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime $(FUZZTIME)
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
