@@ -60,6 +60,7 @@ func BuildDatabase(ctx context.Context, dir string) error {
 	if err := syncFilePath(tmp); err != nil {
 		return fmt.Errorf("build %s: %w", final, err)
 	}
+	CrashPoint("database built")
 	if err := os.Rename(tmp, final); err != nil {
 		return fmt.Errorf("build %s: %w", final, err)
 	}

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kandev/kandev-extract/models"
 )
@@ -77,6 +79,23 @@ func OpenWarehouse(dir string) (*Warehouse, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// OpenWarehouseWait is OpenWarehouse that waits up to wait for another
+// run to release the lock.
+func OpenWarehouseWait(ctx context.Context, dir string, wait time.Duration) (*Warehouse, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		w, err := OpenWarehouse(dir)
+		if err == nil || !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
+			return w, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // Close releases the lock.
@@ -191,9 +210,6 @@ func (s *Staging) Path(table string) string {
 	return path
 }
 
-// publishHook lets tests stop a publish half-way (crash simulation).
-var publishHook = func(step string) {}
-
 // Commit moves every staged partition into place, then writes the manifest
 // last: the manifest is the commit marker, so a crash before it leaves only
 // unclaimed partitions, which the next run removes.
@@ -215,12 +231,13 @@ func (s *Staging) Commit(m models.Manifest) error {
 		}
 		syncDir(filepath.Dir(final))
 		m.Files[t] = filepath.Join(rel, partFile)
-		publishHook("renamed " + t)
+		CrashPoint("renamed " + t)
 	}
-	publishHook("before manifest")
+	CrashPoint("before manifest")
 	if err := s.w.WriteManifest(m); err != nil {
 		return err
 	}
+	CrashPoint("committed")
 	os.RemoveAll(filepath.Join(s.w.Dir, stagingDir, s.run, s.installation))
 	// Remove the run's and the staging directory once empty.
 	os.Remove(filepath.Join(s.w.Dir, stagingDir, s.run))
@@ -276,4 +293,49 @@ func syncDir(dir string) {
 		d.Sync()
 		d.Close()
 	}
+}
+
+// Prune keeps the newest keep committed runs of each installation and
+// removes older ones (and failed-run records older than the oldest kept
+// run). The manifest goes first: a crash in between leaves only unclaimed
+// partitions, which recover removes.
+func (w *Warehouse) Prune(keep int) (removed int, err error) {
+	if keep < 1 {
+		return 0, nil
+	}
+	all, err := w.Manifests()
+	if err != nil {
+		return 0, err
+	}
+	byInst := map[string][]models.Manifest{}
+	for _, m := range all {
+		byInst[m.InstallationID] = append(byInst[m.InstallationID], m)
+	}
+	for inst, ms := range byInst { // oldest first
+		var committed []models.Manifest
+		for _, m := range ms {
+			if m.Status == models.RunCommitted {
+				committed = append(committed, m)
+			}
+		}
+		if len(committed) <= keep {
+			continue
+		}
+		oldestKept := committed[len(committed)-keep].FinishedAt
+		for _, m := range ms {
+			if !m.FinishedAt.Before(oldestKept) {
+				continue
+			}
+			if err := os.Remove(filepath.Join(w.Dir, runsDir, inst, m.RunID+".json")); err != nil {
+				return removed, fmt.Errorf("prune %s/%s: %w", inst, m.RunID, err)
+			}
+			for _, rel := range m.Files {
+				if err := os.RemoveAll(filepath.Dir(filepath.Join(w.Dir, rel))); err != nil {
+					return removed, fmt.Errorf("prune %s/%s: %w", inst, m.RunID, err)
+				}
+			}
+			removed++
+		}
+	}
+	return removed, nil
 }

@@ -41,7 +41,18 @@ type Options struct {
 	Allocator memory.Allocator
 	// Now is the clock (tests pin it).
 	Now func() time.Time
+	// Retention keeps this many committed runs per installation (0 = all).
+	Retention int
+	// WaitLock is how long to wait for another run's warehouse lock
+	// (0 = fail at once with load.ErrLocked).
+	WaitLock time.Duration
+	// Progress, when set, is called as rows stream (every ProgressEvery
+	// rows and at the end of each table).
+	Progress func(installation, table string, rows int64)
 }
+
+// ProgressEvery is how many rows pass between progress calls.
+const ProgressEvery = 25_000
 
 // Outcome is one installation's result in a run.
 type Outcome struct {
@@ -104,7 +115,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		seen[in.Name] = true
 	}
 	start := opts.Now()
-	wh, err := load.OpenWarehouse(opts.Warehouse)
+	wh, err := load.OpenWarehouseWait(ctx, opts.Warehouse, opts.WaitLock)
 	if err != nil {
 		return Result{}, err
 	}
@@ -121,10 +132,22 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			break
 		}
 	}
-	if err := load.BuildDatabase(ctx, wh.Dir); err != nil {
+	// Finish cleanly even when interrupted: the runs table must show what
+	// happened, so retention and the rebuild get their own deadline.
+	finish, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	if n, err := wh.Prune(opts.Retention); err != nil {
+		opts.Logger.Error("retention failed; older runs kept", "err", err)
+	} else if n > 0 {
+		opts.Logger.Info("retention removed old runs", "runs", n, "keep", opts.Retention)
+	}
+	if err := load.BuildDatabase(finish, wh.Dir); err != nil {
 		return res, fmt.Errorf("rebuild DuckDB views: %w", err)
 	}
 	res.Duration = opts.Now().Sub(start)
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("run interrupted: %w", context.Cause(ctx))
+	}
 	return res, nil
 }
 
@@ -137,7 +160,11 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 	if err == nil {
 		var prov *models.Provenance
 		prov, out.Facts, out.Disclosures, err = writeRun(ctx, stage, runID, in, opts, log)
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		if err == nil {
+			load.CrashPoint("staged")
 			m := models.Manifest{RunID: runID, InstallationID: in.Name, Status: models.RunCommitted,
 				StartedAt: started.UTC(), FinishedAt: opts.Now().UTC(), Provenance: prov}
 			m.DurationMS = m.FinishedAt.Sub(m.StartedAt).Milliseconds()
@@ -149,6 +176,9 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 			}
 		}
 		stage.Discard()
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("interrupted (%v); the previous data stays current: %w", context.Cause(ctx), err)
 	}
 	out.Err = err
 	m := models.Manifest{RunID: runID, InstallationID: in.Name, Status: models.RunFailed, Error: err.Error(),
@@ -255,8 +285,19 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 
 	read := func(table string, spec models.TableSpec, appendRow func([]any) error) error {
 		t0 := time.Now()
-		if err := snap.Scan(ctx, spec, appendRow); err != nil {
+		var n int64
+		progress := func(row []any) error {
+			n++
+			if opts.Progress != nil && n%ProgressEvery == 0 {
+				opts.Progress(in.Name, table, n)
+			}
+			return appendRow(row)
+		}
+		if err := snap.Scan(ctx, spec, progress); err != nil {
 			return err
+		}
+		if opts.Progress != nil {
+			opts.Progress(in.Name, table, n)
 		}
 		if err := outs[table].b.Flush(); err != nil {
 			return err

@@ -32,8 +32,9 @@ func (e *exitError) Unwrap() error { return e.err }
 // Exit codes.
 const (
 	exitOK      = 0
-	exitFailure = 1 // a run or command failed
-	exitUsage   = 2 // bad flags or arguments
+	exitFailure = 1  // a run or command failed
+	exitUsage   = 2  // bad flags or arguments
+	exitLocked  = 75 // another run holds the warehouse (EX_TEMPFAIL)
 )
 
 func exitCode(err error, stderr io.Writer) int {

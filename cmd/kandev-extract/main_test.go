@@ -99,7 +99,7 @@ func TestRunFailureExitsOne(t *testing.T) {
 		t.Errorf("missing source: code %d, stderr %q", code, errOut)
 	}
 	_, errOut, code = cli(t, "run", "--source", repoFile(t, "testdata/kandev/fresh-activated.db"), "--warehouse", wh, "--installation", "bad name!")
-	if code != 1 || !strings.Contains(errOut, "not valid") {
+	if code != 2 || !strings.Contains(errOut, "installation[0].name") {
 		t.Errorf("bad installation name: code %d, stderr %q", code, errOut)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -20,7 +19,8 @@ import (
 )
 
 func newQueryCmd(g *globals) *cobra.Command {
-	var warehouse, format string
+	s := &settings{}
+	var format string
 	cmd := &cobra.Command{
 		Use:   "query SQL",
 		Short: "Run a read-only SQL query against the warehouse and print the result",
@@ -32,15 +32,18 @@ subagent_usage, execution_identity_by_session, contexts_by_step, runs.`,
   kandev-extract query --format csv "SELECT * FROM fanout_by_turn" > turns.csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			wh := firstNonEmpty(warehouse, os.Getenv(envWarehouse), defaultWarehouse)
-			path := filepath.Join(wh, load.DatabaseFile)
+			cfg, _, _, err := s.resolve(cmd, false)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(cfg.Warehouse, load.DatabaseFile)
 			if !fileExists(path) {
 				return &exitError{code: exitUsage, err: fmt.Errorf("no warehouse at %s: run 'kandev-extract run' first or pass --warehouse", path)}
 			}
 			return query(cmd, g.stdout, path, args[0], format)
 		},
 	}
-	cmd.Flags().StringVarP(&warehouse, "warehouse", "w", "", "warehouse directory (default $"+envWarehouse+" or ./"+defaultWarehouse+")")
+	s.addWarehouse(cmd)
 	cmd.Flags().StringVarP(&format, "format", "f", "table", "output format: table, csv or json")
 	return cmd
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
 
@@ -20,10 +18,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 type globals struct {
-	logFormat string
-	verbose   bool
-	stdout    io.Writer
-	stderr    io.Writer
+	logFormat    string
+	logFormatSet bool
+	verbose      bool
+	stdout       io.Writer
+	stderr       io.Writer
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -47,10 +46,13 @@ Then query:   kandev-extract query "SELECT * FROM disclosures"`,
 	}
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, JSON otherwise)")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log every stage (debug level)")
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		g.logFormatSet = c.Flags().Changed("log-format")
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: usageErr(c, err)}
 	})
-	root.AddCommand(newRunCmd(g), newHealthCmd(g), newQueryCmd(g), newVersionCmd(g))
+	root.AddCommand(newRunCmd(g), newScheduleCmd(g), newStatusCmd(g), newHealthCmd(g), newQueryCmd(g), newVersionCmd(g))
 	return root
 }
 
@@ -73,14 +75,19 @@ func (g *globals) logger() *slog.Logger {
 	if g.verbose {
 		level = slog.LevelDebug
 	}
-	opts := &slog.HandlerOptions{Level: level}
 	format := g.logFormat
-	if format == "auto" {
+	if format == "auto" || format == "" {
 		format = "json"
-		if f, ok := g.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		if g.onTerminal() {
+			// On a terminal the progress line and the summary tell the
+			// story; logs show only problems unless -v.
 			format = "text"
+			if !g.verbose {
+				level = slog.LevelWarn
+			}
 		}
 	}
+	opts := &slog.HandlerOptions{Level: level}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(g.stderr, opts))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,85 +10,99 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kandev/kandev-extract/config"
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/pipeline"
 )
 
 // Defaults for locating a source when none is given.
 const (
-	defaultWarehouse  = "warehouse"
+	defaultWarehouse  = config.DefaultWarehouse
 	kandevDefaultPath = "~/.kandev/data/kandev.db"
 	demoStorePath     = "testdata/demo/kandev-demo.db"
-	envSource         = "KANDEV_EXTRACT_SOURCE"
-	envWarehouse      = "KANDEV_EXTRACT_WAREHOUSE"
-	envInstallation   = "KANDEV_EXTRACT_INSTALLATION"
+	envSource         = config.EnvSource
+	envWarehouse      = config.EnvWarehouse
 )
 
-type runFlags struct {
-	source, warehouse, installation string
-}
-
 func newRunCmd(g *globals) *cobra.Command {
-	f := &runFlags{}
+	s := &settings{}
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Extract a Kandev store into the warehouse (Parquet + DuckDB)",
-		Long: `Extract one Kandev store in one consistent, read-only snapshot, write the
-run's Parquet tables, publish them atomically and rebuild warehouse.duckdb.
+		Short: "Extract Kandev stores into the warehouse (Parquet + DuckDB)",
+		Long: `Extract each installation in one consistent, read-only snapshot, write the
+run's Parquet tables, publish them atomically, apply retention and rebuild
+warehouse.duckdb.
 
-The source is, in order: --source; $` + envSource + `; Kandev's default store
-` + kandevDefaultPath + ` if it exists; else the bundled demo store
-` + demoStorePath + ` (when run from the repository).
+Installations come from, in order: --source (one store); $` + envSource + `;
+the config file's [[installation]] blocks (--config or $KANDEV_EXTRACT_CONFIG);
+Kandev's default store ` + kandevDefaultPath + ` if it exists; else the
+bundled demo store ` + demoStorePath + ` (when run from the repository).
 
 A source is a SQLite file path or a PostgreSQL URL/DSN. Passwords in a DSN
-are never printed or written; prefer PGPASSWORD or ~/.pgpass for them.
+are never printed or written; prefer PGPASSWORD, ~/.pgpass or source_env.
 
-Exit status: 0 when every installation committed, 1 when one failed (the
-warehouse keeps its previous data for it and records the failure in the
-runs table), 2 on a usage error.`,
+One failing installation does not stop the others: its previous data stays
+current and the failure is recorded in the runs table.
+
+Exit status: 0 when every installation committed, 1 when any failed,
+2 on a usage or configuration error, 75 when another run holds the
+warehouse (retry later, or pass --wait).`,
 		Example: `  kandev-extract run
   kandev-extract run --source ~/.kandev/data/kandev.db --warehouse /srv/kandev-wh --installation laptop
-  kandev-extract run --source 'postgres://kandev_reader@db.internal:5432/kandev' --installation team`,
+  kandev-extract run --source 'postgres://kandev_reader@db.internal:5432/kandev' --installation team
+  kandev-extract run --config /etc/kandev-extract.toml --wait 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRun(cmd, g, f)
+			return runRun(cmd, g, s)
 		},
 	}
-	cmd.Flags().StringVarP(&f.source, "source", "s", "", "Kandev store: SQLite path or PostgreSQL URL (default: see above)")
-	cmd.Flags().StringVarP(&f.warehouse, "warehouse", "w", "", "warehouse directory (default $"+envWarehouse+" or ./"+defaultWarehouse+")")
-	cmd.Flags().StringVarP(&f.installation, "installation", "i", "", "stable installation name, becomes installation_id (default: derived from the source)")
+	s.addSources(cmd)
 	return cmd
 }
 
-func runRun(cmd *cobra.Command, g *globals, f *runFlags) error {
-	source, why, err := resolveSource(f.source)
-	if err != nil {
-		return &exitError{code: exitUsage, err: err}
-	}
-	warehouse := firstNonEmpty(f.warehouse, os.Getenv(envWarehouse), defaultWarehouse)
-	name := firstNonEmpty(f.installation, os.Getenv(envInstallation))
-	if name == "" {
-		name = deriveName(source, why == "demo")
-	}
-	log := g.logger()
-	log.Info("starting run", "source", redact(source), "chosen_because", why, "warehouse", warehouse, "installation", name)
-	res, err := pipeline.Run(cmd.Context(), pipeline.Options{
-		Warehouse:     warehouse,
-		Installations: []pipeline.Installation{{Name: name, Source: source}},
-		Logger:        log,
-	})
+func runRun(cmd *cobra.Command, g *globals, s *settings) error {
+	cfg, installs, why, err := s.resolve(cmd, true)
 	if err != nil {
 		return err
 	}
-	printSummary(g.stdout, warehouse, res)
+	g.applyConfig(cfg)
+	log := g.logger()
+	for _, in := range installs {
+		log.Info("installation", "installation", in.Name, "source", redact(in.Source), "chosen_because", why)
+	}
+	res, err := runOnce(cmd.Context(), g, cfg, installs, s.wait)
+	if err != nil {
+		return err
+	}
+	printSummary(g.stdout, cfg.Warehouse, res)
 	if res.Failed() {
 		return &exitError{code: exitFailure, err: errors.New("one or more installations failed; the warehouse keeps their previous data")}
 	}
 	return nil
+}
+
+// runOnce runs the pipeline with progress on a terminal.
+func runOnce(ctx context.Context, g *globals, cfg config.Config, installs []pipeline.Installation, wait time.Duration) (pipeline.Result, error) {
+	progress := g.progress()
+	res, err := pipeline.Run(ctx, pipeline.Options{
+		Warehouse:     cfg.Warehouse,
+		Installations: installs,
+		Logger:        g.logger(),
+		Retention:     cfg.Retention,
+		WaitLock:      wait,
+		Progress:      progress.update,
+	})
+	progress.done()
+	if errors.Is(err, load.ErrLocked) {
+		return res, &exitError{code: exitLocked, err: err}
+	}
+	return res, err
 }
 
 // resolveSource applies the documented order and says why it chose.

@@ -1,0 +1,179 @@
+// Package config reads kandev-extract's configuration file (TOML), applies
+// environment variables and flags over it, and validates the result with
+// errors that name the field and the value.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/robfig/cron/v3"
+)
+
+// Defaults.
+const (
+	DefaultWarehouse = "warehouse"
+	DefaultRetention = 30
+	DefaultSchedule  = "0 2 * * *"
+)
+
+// Environment variables that override the file.
+const (
+	EnvConfig       = "KANDEV_EXTRACT_CONFIG"
+	EnvWarehouse    = "KANDEV_EXTRACT_WAREHOUSE"
+	EnvSource       = "KANDEV_EXTRACT_SOURCE"
+	EnvInstallation = "KANDEV_EXTRACT_INSTALLATION"
+	EnvSchedule     = "KANDEV_EXTRACT_SCHEDULE"
+	EnvRetention    = "KANDEV_EXTRACT_RETENTION"
+)
+
+// Installation is one configured Kandev store.
+type Installation struct {
+	Name string `toml:"name"`
+	// Source is a SQLite path or a PostgreSQL DSN.
+	Source string `toml:"source"`
+	// SourceEnv names an environment variable holding the source (keeps a
+	// DSN with a password out of the file).
+	SourceEnv string `toml:"source_env"`
+}
+
+// Config is the whole configuration.
+type Config struct {
+	Warehouse     string         `toml:"warehouse"`
+	Retention     int            `toml:"retention"`
+	Schedule      string         `toml:"schedule"`
+	LogFormat     string         `toml:"log_format"`
+	Installations []Installation `toml:"installation"`
+	// File is where the configuration was read from ("" when none).
+	File string `toml:"-"`
+}
+
+// Default returns the configuration with every default filled in.
+func Default() Config {
+	return Config{Warehouse: DefaultWarehouse, Retention: DefaultRetention, Schedule: DefaultSchedule, LogFormat: "auto"}
+}
+
+// FieldError is a validation error naming the field and its value.
+type FieldError struct {
+	File, Field, Value, Problem string
+}
+
+func (e *FieldError) Error() string {
+	where := "config"
+	if e.File != "" {
+		where = e.File
+	}
+	if e.Value != "" {
+		return fmt.Sprintf("%s: %s = %q: %s", where, e.Field, e.Value, e.Problem)
+	}
+	return fmt.Sprintf("%s: %s: %s", where, e.Field, e.Problem)
+}
+
+// Load reads path over the defaults. Unknown keys are an error, so a typo
+// never silently falls back to a default.
+func Load(path string) (Config, error) {
+	c := Default()
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return c, fmt.Errorf("%s: %s", path, perr.ErrorWithPosition())
+		}
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return c, &FieldError{File: path, Field: strings.Join(keys, ", "), Problem: "unknown key (see config.example.toml)"}
+	}
+	c.File = path
+	return c, nil
+}
+
+// ApplyEnv applies environment variables over c.
+func (c *Config) ApplyEnv(getenv func(string) string) error {
+	if v := getenv(EnvWarehouse); v != "" {
+		c.Warehouse = v
+	}
+	if v := getenv(EnvSchedule); v != "" {
+		c.Schedule = v
+	}
+	if v := getenv(EnvRetention); v != "" {
+		var n int
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			return &FieldError{Field: "$" + EnvRetention, Value: v, Problem: "not a whole number"}
+		}
+		c.Retention = n
+	}
+	return nil
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Resolve validates c and returns its installations with sources read
+// from their environment variables.
+func (c *Config) Resolve(getenv func(string) string) ([]Installation, error) {
+	if c.Warehouse == "" {
+		return nil, &FieldError{File: c.File, Field: "warehouse", Problem: "must not be empty"}
+	}
+	if c.Retention < 1 {
+		return nil, &FieldError{File: c.File, Field: "retention", Value: fmt.Sprint(c.Retention), Problem: "must be at least 1 (runs kept per installation)"}
+	}
+	if _, err := ParseSchedule(c.Schedule); err != nil {
+		return nil, &FieldError{File: c.File, Field: "schedule", Value: c.Schedule, Problem: err.Error()}
+	}
+	switch c.LogFormat {
+	case "", "auto", "text", "json":
+	default:
+		return nil, &FieldError{File: c.File, Field: "log_format", Value: c.LogFormat, Problem: "use auto, text or json"}
+	}
+	seen := map[string]bool{}
+	out := make([]Installation, 0, len(c.Installations))
+	for i, in := range c.Installations {
+		field := fmt.Sprintf("installation[%d]", i)
+		if !namePattern.MatchString(in.Name) {
+			return nil, &FieldError{File: c.File, Field: field + ".name", Value: in.Name,
+				Problem: "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+		}
+		field = fmt.Sprintf("installation %q", in.Name)
+		if seen[in.Name] {
+			return nil, &FieldError{File: c.File, Field: field + ".name", Value: in.Name, Problem: "configured twice"}
+		}
+		seen[in.Name] = true
+		switch {
+		case in.Source != "" && in.SourceEnv != "":
+			return nil, &FieldError{File: c.File, Field: field, Problem: "set source or source_env, not both"}
+		case in.SourceEnv != "":
+			v := getenv(in.SourceEnv)
+			if v == "" {
+				return nil, &FieldError{File: c.File, Field: field + ".source_env", Value: in.SourceEnv, Problem: "environment variable is not set or empty"}
+			}
+			in.Source = v
+		case in.Source == "":
+			return nil, &FieldError{File: c.File, Field: field + ".source", Problem: "missing: give a SQLite path or a PostgreSQL DSN (or source_env)"}
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// ParseSchedule parses a standard five-field cron expression (or a
+// descriptor such as @daily).
+func ParseSchedule(expr string) (cron.Schedule, error) {
+	return cron.ParseStandard(expr)
+}
+
+// FileFromEnv returns the config file to read: the flag, else
+// $KANDEV_EXTRACT_CONFIG, else "".
+func FileFromEnv(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv(EnvConfig)
+}
