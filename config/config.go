@@ -119,19 +119,8 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // Resolve validates c and returns its installations with sources read
 // from their environment variables.
 func (c *Config) Resolve(getenv func(string) string) ([]Installation, error) {
-	if c.Warehouse == "" {
-		return nil, &FieldError{File: c.File, Field: "warehouse", Problem: "must not be empty"}
-	}
-	if c.Retention < 1 {
-		return nil, &FieldError{File: c.File, Field: "retention", Value: fmt.Sprint(c.Retention), Problem: "must be at least 1 (runs kept per installation)"}
-	}
-	if _, err := ParseSchedule(c.Schedule); err != nil {
-		return nil, &FieldError{File: c.File, Field: "schedule", Value: c.Schedule, Problem: err.Error()}
-	}
-	switch c.LogFormat {
-	case "", "auto", "text", "json":
-	default:
-		return nil, &FieldError{File: c.File, Field: "log_format", Value: c.LogFormat, Problem: "use auto, text or json"}
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	out := make([]Installation, 0, len(c.Installations))
@@ -161,6 +150,25 @@ func (c *Config) Resolve(getenv func(string) string) ([]Installation, error) {
 		out = append(out, in)
 	}
 	return out, nil
+}
+
+// Validate checks every setting but the installations.
+func (c *Config) Validate() error {
+	if c.Warehouse == "" {
+		return &FieldError{File: c.File, Field: "warehouse", Problem: "must not be empty"}
+	}
+	if c.Retention < 1 {
+		return &FieldError{File: c.File, Field: "retention", Value: fmt.Sprint(c.Retention), Problem: "must be at least 1 (runs kept per installation)"}
+	}
+	if _, err := ParseSchedule(c.Schedule); err != nil {
+		return &FieldError{File: c.File, Field: "schedule", Value: c.Schedule, Problem: err.Error()}
+	}
+	switch c.LogFormat {
+	case "", "auto", "text", "json":
+	default:
+		return &FieldError{File: c.File, Field: "log_format", Value: c.LogFormat, Problem: "use auto, text or json"}
+	}
+	return nil
 }
 
 // ParseSchedule parses a standard five-field cron expression (or a

@@ -53,6 +53,9 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	if s.schedule != "" {
 		cfg.Schedule = s.schedule
 	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, "", &exitError{code: exitUsage, err: err}
+	}
 	name := firstNonEmpty(s.installation, os.Getenv(config.EnvInstallation))
 	source := firstNonEmpty(s.source, os.Getenv(config.EnvSource))
 	why := ""

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev-extract/internal/pgtest"
+	"github.com/kandev/kandev-extract/load"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "kx.toml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Two installations, one SQLite and one PostgreSQL, one of them broken:
+// the other's data lands, the failure is recorded, the exit code says so,
+// and the broken one keeps its last good data.
+func TestMixedInstallationsOneBroken(t *testing.T) {
+	c := pgtest.Shared(t)
+	db := pgtest.NewDatabase(t, c, repoFile(t, "testdata/kandev/upgraded-backfill.pg.sql"))
+	t.Setenv("KX_TEAM_DSN", c.DSN(db))
+	wh := filepath.Join(t.TempDir(), "wh")
+	lite := filepath.Join(t.TempDir(), "laptop.db")
+	data, _ := os.ReadFile(repoFile(t, "testdata/kandev/fresh-activated.db"))
+	os.WriteFile(lite, data, 0o644)
+	cfg := writeConfig(t, fmt.Sprintf(`warehouse = %q
+[[installation]]
+name = "laptop"
+source = %q
+[[installation]]
+name = "team"
+source_env = "KX_TEAM_DSN"
+`, wh, lite))
+	if out, errOut, code := cli(t, "run", "--config", cfg); code != 0 {
+		t.Fatalf("both good: %d\n%s\n%s", code, out, errOut)
+	}
+	// Break the PostgreSQL installation: the SQLite one still lands.
+	pgExecCmd(t, c.DSN(db), `ALTER TABLE task_sessions RENAME TO task_sessions_gone`)
+	out, errOut, code := cli(t, "run", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "installation team: FAILED") || !strings.Contains(out, "installation laptop (sqlite") {
+		t.Fatalf("one broken: code %d\n%s\n%s", code, out, errOut)
+	}
+	got := queryCSV(t, wh, `SELECT installation_id, status, (error LIKE '%task_sessions is missing%') AS missing FROM runs ORDER BY finished_at`)
+	want := "installation_id,status,missing\nlaptop,committed,\nteam,committed,\nlaptop,committed,\nteam,failed,true\n"
+	if got != want {
+		t.Errorf("runs:\n%s\nwant\n%s", got, want)
+	}
+	// The failed installation's last good data is still current.
+	if got := queryCSV(t, wh, `SELECT installation_id, count(*) FROM subagent_contexts GROUP BY 1 ORDER BY 1`); got != "installation_id,count_star()\nlaptop,253\nteam,51\n" {
+		t.Errorf("current data:\n%s", got)
+	}
+	// And the reverse: a broken SQLite file does not stop PostgreSQL.
+	pgExecCmd(t, c.DSN(db), `ALTER TABLE task_sessions_gone RENAME TO task_sessions`)
+	os.WriteFile(lite, []byte("not a database"), 0o644)
+	out, _, code = cli(t, "run", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "installation laptop: FAILED") || !strings.Contains(out, "installation team (postgres") {
+		t.Fatalf("sqlite broken: code %d\n%s", code, out)
+	}
+	// status shows both, from the warehouse alone.
+	out, _, code = cli(t, "status", "-w", wh)
+	for _, want := range []string{"installation laptop", "installation team", "failed", "committed", "writer health: shortfall", "[backfill_provenance]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 0 {
+		t.Errorf("status exit %d", code)
+	}
+}
+
+func TestRetentionKeepsTheLastRuns(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	src := repoFile(t, "testdata/kandev/legacy-second-precision.db")
+	for i := 0; i < 4; i++ {
+		if _, errOut, code := cli(t, "run", "-s", src, "-w", wh, "-i", "a", "--retention", "2"); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	ms, err := load.ReadManifests(wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 {
+		t.Fatalf("%d manifests kept, want 2", len(ms))
+	}
+	parts, _ := filepath.Glob(filepath.Join(wh, "fact_subagent_context", "installation_id=a", "run_id=*"))
+	if len(parts) != 2 {
+		t.Errorf("%d fact partitions kept, want 2", len(parts))
+	}
+	if got := queryCSV(t, wh, `SELECT count(DISTINCT run_id), count(*) FROM fact_subagent_context_history`); got != "count(DISTINCT run_id),count_star()\n2,32\n" {
+		t.Errorf("history: %s", got)
+	}
+	if got := queryCSV(t, wh, `SELECT count(*) FROM writer_health_history`); got != "count_star()\n2\n" {
+		t.Errorf("health history: %s", got)
+	}
+}
+
+func TestConfigErrorsAreUsageErrors(t *testing.T) {
+	cfg := writeConfig(t, "retention = -1\n")
+	_, errOut, code := cli(t, "run", "--config", cfg)
+	if code != 2 || !strings.Contains(errOut, "retention") || !strings.Contains(errOut, cfg) {
+		t.Errorf("code %d, %s", code, errOut)
+	}
+	cfg = writeConfig(t, "[[installation]]\nname = \"x\"\nsource = \"a.db\"\n")
+	_, errOut, code = cli(t, "run", "--config", cfg, "--installation", "y")
+	if code != 2 || !strings.Contains(errOut, `installation "y" is not in`) {
+		t.Errorf("code %d, %s", code, errOut)
+	}
+}
+
+func queryCSV(t *testing.T, wh, q string) string {
+	t.Helper()
+	out, errOut, code := cli(t, "query", "-w", wh, "-f", "csv", q)
+	if code != 0 {
+		t.Fatalf("query %s: %s", q, errOut)
+	}
+	return out
+}
