@@ -1,0 +1,100 @@
+package main
+
+import (
+	"crypto/sha256"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A store whose file and directory are not writable is still extracted,
+// and left byte-identical with nothing created beside it. As root (CI),
+// permissions do not bind root, so the run is made as the unprivileged
+// user nobody.
+func TestUnwritableStoreAndDirectory(t *testing.T) {
+	base, err := os.MkdirTemp("", "kx-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(base, "store"), 0o755); os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	storeDir := filepath.Join(base, "store")
+	os.Mkdir(storeDir, 0o755)
+	store := filepath.Join(storeDir, "kandev.db")
+	copyFile(t, repoFile(t, "testdata/kandev/upgraded-backfill.db"), store, 0o444)
+	os.Chmod(storeDir, 0o555)
+	wh := filepath.Join(base, "wh")
+	home := filepath.Join(base, "home")
+	os.Mkdir(wh, 0o755)
+	os.Mkdir(home, 0o755)
+	before := sum(t, store)
+
+	bin := os.Args[0]
+	cmd := exec.Command(bin, "run", "-s", store, "-w", wh, "-i", "ro")
+	cmd.Env = append(os.Environ(), "KX_TEST_ROLE=cli", "HOME="+home)
+	if os.Geteuid() == 0 {
+		// nobody must be able to execute the test binary and write the warehouse.
+		bin = filepath.Join(base, "kx")
+		copyFile(t, os.Args[0], bin, 0o755)
+		cmd.Path, cmd.Args[0] = bin, bin
+		for _, d := range []string{wh, home} {
+			os.Chown(d, 65534, 65534)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		// Prove the permissions bind this user: it cannot create a file there.
+		probe := exec.Command("/bin/sh", "-c", "touch "+filepath.Join(storeDir, "probe"))
+		probe.SysProcAttr = cmd.SysProcAttr
+		if probe.Run() == nil {
+			t.Fatal("the store directory is writable by the test user; the test proves nothing")
+		}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run on an unwritable store: %v\n%s", err, out)
+	}
+	if after := sum(t, store); after != before {
+		t.Error("the store changed")
+	}
+	entries, _ := os.ReadDir(storeDir)
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("files beside the store: %s", strings.Join(names, ", "))
+	}
+	if got := queryCSV(t, wh, `SELECT count(*) FROM subagent_contexts`); got != "count_star()\n51\n" {
+		t.Errorf("rows: %s", got)
+	}
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(to, mode)
+}
+
+func sum(t *testing.T, p string) [32]byte {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
