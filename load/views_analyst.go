@@ -16,8 +16,8 @@ func init() {
 					count(*) FILTER (WHERE subagents_observed > 0 AND subagents_observed_backfill = 0) AS turns_live_only,
 					count(*) FILTER (WHERE subagents_observed > 0 AND subagents_observed_live = 0) AS turns_backfill_only,
 					count(*) FILTER (WHERE subagents_observed_live > 0 AND subagents_observed_backfill > 0) AS turns_mixed,
-					sum(subagents_observed_live) AS subagents_live,
-					sum(subagents_observed_backfill) AS subagents_backfill
+					sum(subagents_observed_live)::BIGINT AS subagents_live,
+					sum(subagents_observed_backfill)::BIGINT AS subagents_backfill
 				FROM dim_turn GROUP BY ALL
 				ORDER BY installation_id, fanout_completeness, subagents_observed`,
 			comment: "Turns by number of subagents observed, split by fan-out completeness and by the source of their rows (live/backfill). " +
@@ -42,9 +42,9 @@ func init() {
 					count(*) FILTER (WHERE t.fanout_completeness = 'complete') AS turns_complete,
 					count(*) FILTER (WHERE t.fanout_completeness = 'lower_bound') AS turns_lower_bound,
 					count(*) FILTER (WHERE t.fanout_completeness = 'unknown') AS turns_unknown,
-					sum(t.subagents_observed) AS subagents_observed,
-					sum(t.subagents_observed_live) AS subagents_observed_live,
-					sum(t.subagents_observed_backfill) AS subagents_observed_backfill,
+					sum(t.subagents_observed)::BIGINT AS subagents_observed,
+					sum(t.subagents_observed_live)::BIGINT AS subagents_observed_live,
+					sum(t.subagents_observed_backfill)::BIGINT AS subagents_observed_backfill,
 					avg(t.fanout) AS avg_fanout_complete,
 					max(t.fanout) AS max_fanout_complete,
 					count(*) FILTER (WHERE t.fanout >= 2) AS turns_fanned_out_complete
@@ -95,7 +95,7 @@ func init() {
 					CASE WHEN pk.parent_id IS NOT NULL THEN 'resolved'
 					     WHEN coalesce(pk.candidates, 0) = 0 THEN 'parent_not_observed'
 					     ELSE 'ambiguous' END AS parent_resolution,
-					coalesce(tp.depth, 1) AS nesting_depth,
+					coalesce(tp.depth + CASE WHEN a.parent_tool_call_id IS NOT NULL THEN 1 ELSE 0 END, 1) AS nesting_depth,
 					CASE WHEN a.subagent_id IS NOT NULL AND a.parent_tool_call_id IS NULL THEN 'exact' ELSE 'lower_bound' END AS nesting_depth_completeness
 				FROM fact_subagent_context c
 				LEFT JOIN pick pk ON pk.installation_id = c.installation_id AND pk.subagent_id = c.subagent_id
@@ -106,13 +106,13 @@ func init() {
 			comment: "Nesting: one row per subagent that was spawned by another subagent (parent_tool_call_id set, AC-6), with its parent resolved within the same session by tool_call_id. " +
 				"When two rows share the parent's tool_call_id (a cross-execution collision) the parent with the same recorded execution_id is chosen; 'unknown' sentinel rows never match each other. " +
 				"parent_not_observed means no row carries that tool call (the parent was not captured, e.g. before capture_since); it is not a top-level subagent. " +
-				"nesting_depth counts resolved ancestors: 1 = spawned by a top-level subagent, and it is exact only when the chain ends at a row without a parent.",
+				"nesting_depth counts the ancestors known to exist (an unresolved parent counts as one): 1 = spawned by a top-level subagent; it is exact only when the chain ends at a row without a parent.",
 			columns: map[string]string{
 				"parent_tool_call_id":        "The spawning subagent's tool call, as recorded by Kandev (AC-6).",
 				"parent_candidates":          "Rows in the same session whose tool_call_id equals parent_tool_call_id.",
 				"parent_subagent_id":         "The resolved parent row; NULL when not observed or ambiguous.",
 				"parent_resolution":          "resolved | parent_not_observed (no captured row carries the parent tool call) | ambiguous (several candidates, none singled out by execution_id).",
-				"nesting_depth":              "Number of resolved ancestors: 1 = child of a top-level subagent, 2 = grandchild, and so on. A lower bound unless nesting_depth_completeness = 'exact'.",
+				"nesting_depth":              "Ancestors known to exist: 1 = child of a top-level subagent, 2 = grandchild, and so on; an unresolved parent counts as one. A lower bound unless nesting_depth_completeness = 'exact'.",
 				"nesting_depth_completeness": "exact (the chain ends at a top-level subagent) | lower_bound (an ancestor is not observed or ambiguous).",
 			},
 			disclose: true,
@@ -206,9 +206,9 @@ func init() {
 					count(*) FILTER (WHERE t.fanout_completeness = 'complete') AS turns_complete,
 					count(*) FILTER (WHERE t.fanout_completeness = 'lower_bound') AS turns_lower_bound,
 					count(*) FILTER (WHERE t.fanout_completeness = 'unknown') AS turns_unknown,
-					sum(t.subagents_observed) AS subagents_observed,
-					sum(t.subagents_observed_live) AS subagents_observed_live,
-					sum(t.subagents_observed_backfill) AS subagents_observed_backfill,
+					sum(t.subagents_observed)::BIGINT AS subagents_observed,
+					sum(t.subagents_observed_live)::BIGINT AS subagents_observed_live,
+					sum(t.subagents_observed_backfill)::BIGINT AS subagents_observed_backfill,
 					avg(t.fanout) AS avg_fanout_complete,
 					count(*) FILTER (WHERE t.fanout >= 2) AS turns_fanned_out_complete
 				FROM dim_turn_history t JOIN fact_installation_state_history i USING (installation_id, run_id)

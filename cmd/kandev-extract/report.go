@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev-extract/load"
+	"github.com/kandev/kandev-extract/report"
+)
+
+const defaultReportFile = "kandev-report.html"
+
+func newReportCmd(g *globals) *cobra.Command {
+	s := &settings{}
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Write a self-contained HTML report with charts from the warehouse",
+		Long: `Write one self-contained HTML file (inline CSS and SVG, no script, no
+external resource) from warehouse.duckdb, opened read-only: per installation,
+the fan-out distribution, contexts per card by workflow step, subagent usage
+(invocations and average tokens over measured rows only) and writer health
+over every retained run. Each chart is captioned with the disclosures that
+apply to its data: unknown is never drawn as zero, backfill is kept apart
+from live.`,
+		Example: `  kandev-extract report
+  kandev-extract report --warehouse /srv/kandev-wh --out /tmp/kandev.html
+  kandev-extract report --out -    # to stdout`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, _, err := s.resolve(cmd, false)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(cfg.Warehouse, load.DatabaseFile)
+			if !fileExists(path) {
+				return &exitError{code: exitUsage, err: fmt.Errorf("no warehouse at %s: run 'kandev-extract run' first or pass --warehouse", path)}
+			}
+			if out == "-" {
+				return report.Write(cmd.Context(), path, g.stdout, time.Now())
+			}
+			return writeReport(cmd, g, path, out)
+		},
+	}
+	s.addWarehouse(cmd)
+	cmd.Flags().StringVarP(&out, "out", "o", defaultReportFile, "HTML file to write ('-' for stdout)")
+	return cmd
+}
+
+// writeReport writes the report beside its final name, then renames it into
+// place, so a reader never sees a half-written file.
+func writeReport(cmd *cobra.Command, g *globals, dbPath, out string) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("report %s: %w", out, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := report.Write(cmd.Context(), dbPath, tmp, time.Now()); err != nil {
+		if errors.Is(err, report.ErrNoRuns) {
+			return &exitError{code: exitFailure, err: err}
+		}
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("report %s: %w", out, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("report %s: %w", out, err)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return fmt.Errorf("report %s: %w", out, err)
+	}
+	fmt.Fprintf(g.stdout, "report written to %s\n", out)
+	return nil
+}

@@ -1,0 +1,696 @@
+package load_test
+
+// Tests that keep docs/warehouse.md true, and that the Parquet files are
+// readable, with the right values, by a reader this project did not write.
+// They live in the external test package so they can drive the pipeline
+// (pipeline imports load) on the real Kandev fixtures.
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	_ "github.com/duckdb/duckdb-go/v2"
+	_ "modernc.org/sqlite"
+
+	"github.com/kandev/kandev-extract/load"
+	"github.com/kandev/kandev-extract/pipeline"
+)
+
+// ---- shared warehouse ---------------------------------------------------------
+
+// shared is one warehouse built once for the package's read-only tests:
+// run 1 extracts "up" (upgraded-backfill.db: live + backfill rows) and
+// "fresh" (fresh-activated.db); run 2 extracts "up" again, so history views
+// have two runs of it.
+var shared struct {
+	once sync.Once
+	dir  string
+	err  error
+	runs []string // run ids, in order
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+func sharedWarehouse(t *testing.T) string {
+	t.Helper()
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "kandev-dictionary-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir = dir
+		wh := filepath.Join(dir, "warehouse")
+		plan := [][]pipeline.Installation{
+			{{Name: "up", Source: fixture(t, "upgraded-backfill.db")}, {Name: "fresh", Source: fixture(t, "fresh-activated.db")}},
+			{{Name: "up", Source: fixture(t, "upgraded-backfill.db")}},
+		}
+		for i, ins := range plan {
+			res, err := runPipeline(wh, ins, time.Date(2026, 9, 1+i, 2, 0, 0, 0, time.UTC))
+			if err != nil {
+				shared.err = err
+				return
+			}
+			shared.runs = append(shared.runs, res.RunID)
+		}
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return filepath.Join(shared.dir, "warehouse")
+}
+
+func runPipeline(wh string, ins []pipeline.Installation, now time.Time) (pipeline.Result, error) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	res, err := pipeline.Run(context.Background(), pipeline.Options{
+		Warehouse: wh, Installations: ins, Allocator: mem, Now: func() time.Time { return now },
+	})
+	if err != nil {
+		return res, err
+	}
+	for _, o := range res.Outcomes {
+		if o.Err != nil {
+			return res, fmt.Errorf("installation %s: %w", o.Installation, o.Err)
+		}
+	}
+	if n := mem.CurrentAlloc(); n != 0 {
+		return res, fmt.Errorf("arrow memory leaked: %d bytes", n)
+	}
+	return res, nil
+}
+
+// extract runs the pipeline on one source into a fresh warehouse.
+func extract(t *testing.T, source, installation string) string {
+	t.Helper()
+	wh := filepath.Join(t.TempDir(), "warehouse")
+	if _, err := runPipeline(wh, []pipeline.Installation{{Name: installation, Source: source}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return wh
+}
+
+// ---- helpers ----------------------------------------------------------------
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+func fixture(t testing.TB, name string) string {
+	return filepath.Join(repoRoot(t), "testdata", "kandev", name)
+}
+
+func duck(t testing.TB, wh string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", filepath.Join(wh, load.DatabaseFile)+"?access_mode=read_only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func sourceDB(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// rowsOf renders a query's rows as sorted "a|b|c" lines.
+func rowsOf(t testing.TB, db *sql.DB, q string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		cells := make([]string, len(vals))
+		for i, v := range vals {
+			switch x := v.(type) {
+			case nil:
+				cells[i] = "NULL"
+			case []byte:
+				cells[i] = string(x)
+			case time.Time:
+				cells[i] = x.UTC().Format(time.RFC3339Nano)
+			default:
+				cells[i] = fmt.Sprint(x)
+			}
+		}
+		out = append(out, strings.Join(cells, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func one(t testing.TB, db *sql.DB, q string, args ...any) string {
+	t.Helper()
+	r := rowsOf(t, db, q, args...)
+	if len(r) != 1 {
+		t.Fatalf("%s: %d rows, want 1", q, len(r))
+	}
+	return r[0]
+}
+
+func equalSets(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n got  %q\n want %q", what, got, want)
+	}
+}
+
+// ---- the data dictionary -----------------------------------------------------
+
+type docColumn struct{ name, typ, meaning string }
+
+type docObject struct {
+	names      []string
+	disclosure string
+	columns    []docColumn
+	line       int
+}
+
+var (
+	headingName = regexp.MustCompile("`([a-z0-9_]+)`")
+	columnRow   = regexp.MustCompile("^\\|\\s*`([a-z0-9_]+)`\\s*\\|\\s*([^|]+?)\\s*\\|\\s*(.*?)\\s*\\|$")
+)
+
+// parseDictionary reads docs/warehouse.md in the format its header states:
+// one `### ` heading per object (several backticked names when they share
+// columns), a `Disclosure:` line, and a `| column | type | meaning |` table.
+func parseDictionary(t *testing.T, path string) (map[string]*docObject, []string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	objects := map[string]*docObject{}
+	var cur *docObject
+	var examples []string
+	var inSQL bool
+	var block strings.Builder
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case inSQL && strings.HasPrefix(line, "```"):
+			examples = append(examples, block.String())
+			block.Reset()
+			inSQL = false
+		case inSQL:
+			block.WriteString(line + "\n")
+		case strings.HasPrefix(line, "```sql"):
+			inSQL = true
+		case strings.HasPrefix(line, "### "):
+			cur = &docObject{line: n}
+			for _, m := range headingName.FindAllStringSubmatch(line, -1) {
+				cur.names = append(cur.names, m[1])
+			}
+			if len(cur.names) == 0 {
+				t.Errorf("docs line %d: heading %q names no object in backticks", n, line)
+			}
+			for _, name := range cur.names {
+				if objects[name] != nil {
+					t.Errorf("docs line %d: %s documented twice (first at line %d)", n, name, objects[name].line)
+				}
+				objects[name] = cur
+			}
+		case strings.HasPrefix(line, "## "):
+			cur = nil
+		case cur != nil && strings.HasPrefix(line, "Disclosure:"):
+			cur.disclosure = strings.TrimSpace(strings.TrimPrefix(line, "Disclosure:"))
+		case cur != nil && strings.HasPrefix(line, "|"):
+			if m := columnRow.FindStringSubmatch(line); m != nil {
+				cur.columns = append(cur.columns, docColumn{m[1], m[2], m[3]})
+			} else if !strings.HasPrefix(line, "| column | type | meaning |") && !strings.HasPrefix(line, "|---") {
+				t.Errorf("docs line %d: not a `| `column` | type | meaning |` row: %q", n, line)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if inSQL {
+		t.Error("docs: unterminated ```sql block")
+	}
+	return objects, examples
+}
+
+type dbColumn struct{ name, typ string }
+
+// TestDataDictionary fails when an object or column of the warehouse is not
+// documented in docs/warehouse.md, when the docs document one that does not
+// exist, when a type differs, when a section lacks its disclosure rule or a
+// column its meaning, or when an example query no longer runs.
+func TestDataDictionary(t *testing.T) {
+	wh := sharedWarehouse(t)
+	db := duck(t, wh)
+	docPath := filepath.Join(repoRoot(t), "docs", "warehouse.md")
+	docs, examples := parseDictionary(t, docPath)
+	if len(docs) < 20 {
+		t.Fatalf("parsed only %d objects from %s: the format changed?", len(docs), docPath)
+	}
+
+	// What exists: every user table and view of warehouse.duckdb...
+	actual := map[string][]dbColumn{}
+	rows, err := db.Query(`SELECT c.table_name, c.column_name, c.data_type FROM duckdb_columns() c
+		WHERE c.database_name = current_database() AND c.schema_name = 'main' AND NOT c.internal
+		ORDER BY c.table_name, c.column_index`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var tbl, col, typ string
+		if err := rows.Scan(&tbl, &col, &typ); err != nil {
+			t.Fatal(err)
+		}
+		actual[tbl] = append(actual[tbl], dbColumn{col, typ})
+	}
+	rows.Close()
+	// ...and every Parquet table, read from its files (by DuckDB's Parquet
+	// reader, independently of the views).
+	parquetTables := 0
+	dirs, _ := filepath.Glob(filepath.Join(wh, "*", "installation_id=*"))
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		table := filepath.Base(filepath.Dir(d))
+		if seen[table] {
+			continue
+		}
+		seen[table] = true
+		parquetTables++
+		files, _ := filepath.Glob(filepath.Join(wh, table, "*", "*", "*.parquet"))
+		ordered := describeOrdered(t, db, files)
+		if prev, ok := actual[table]; ok && !slices.Equal(prev, ordered) {
+			t.Errorf("parquet table %s and the view %s differ in columns:\n parquet %v\n view    %v", table, table, ordered, prev)
+		}
+		actual[table] = ordered
+	}
+	if parquetTables < 10 {
+		t.Errorf("only %d Parquet tables found in %s", parquetTables, wh)
+	}
+
+	for name, cols := range actual {
+		doc := docs[name]
+		if doc == nil {
+			t.Errorf("%s exists in the warehouse but docs/warehouse.md has no `### `%s`` section", name, name)
+			continue
+		}
+		var got []dbColumn
+		for _, c := range doc.columns {
+			got = append(got, dbColumn{c.name, c.typ})
+		}
+		if !slices.Equal(got, cols) {
+			t.Errorf("%s: documented columns differ from the warehouse (docs line %d)\n%s", name, doc.line, diffColumns(got, cols))
+		}
+	}
+	for name, doc := range docs {
+		if actual[name] == nil {
+			t.Errorf("docs/warehouse.md line %d documents %s, which does not exist in the warehouse", doc.line, name)
+		}
+		if doc.disclosure == "" {
+			t.Errorf("docs/warehouse.md line %d: %s has no `Disclosure:` line", doc.line, name)
+		}
+		for _, c := range doc.columns {
+			if c.meaning == "" || strings.Contains(c.meaning, "TODO") {
+				t.Errorf("docs/warehouse.md: %s.%s has no meaning", name, c.name)
+			}
+		}
+	}
+
+	// Every view carries a COMMENT ON text (what BI tools show).
+	for _, r := range rowsOf(t, db, `SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal AND (comment IS NULL OR comment = '')`) {
+		t.Errorf("view %s has no COMMENT ON text", r)
+	}
+
+	// The example queries run as written, from the warehouse directory (the
+	// Parquet example uses paths relative to it), and return rows.
+	if len(examples) < 5 {
+		t.Errorf("only %d example queries in the docs", len(examples))
+	}
+	t.Chdir(wh)
+	for i, q := range examples {
+		if got := rowsOf(t, db, q); len(got) == 0 {
+			t.Errorf("example query %d returned no rows on the fixture warehouse:\n%s", i+1, q)
+		}
+	}
+}
+
+// describeOrdered returns the Parquet files' columns in file order.
+func describeOrdered(t *testing.T, db *sql.DB, files []string) []dbColumn {
+	t.Helper()
+	rows, err := db.Query(`DESCRIBE SELECT * FROM read_parquet(` + sqlList(files) + `, union_by_name = true, hive_partitioning = false)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []dbColumn
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, dbColumn{fmt.Sprint(vals[0]), fmt.Sprint(vals[1])})
+	}
+	return out
+}
+
+func diffColumns(doc, actual []dbColumn) string {
+	var b strings.Builder
+	d := map[string]string{}
+	for _, c := range doc {
+		d[c.name] = c.typ
+	}
+	a := map[string]string{}
+	for _, c := range actual {
+		a[c.name] = c.typ
+		switch typ, ok := d[c.name]; {
+		case !ok:
+			fmt.Fprintf(&b, "  undocumented column %s %s\n", c.name, c.typ)
+		case typ != c.typ:
+			fmt.Fprintf(&b, "  column %s: documented %s, is %s\n", c.name, typ, c.typ)
+		}
+	}
+	for _, c := range doc {
+		if _, ok := a[c.name]; !ok {
+			fmt.Fprintf(&b, "  documented column %s does not exist\n", c.name)
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("  same columns, different order\n")
+	}
+	return b.String()
+}
+
+// TestDataDictionaryParserCatchesDrift checks the parser on a page with a
+// missing disclosure, a bad row and a duplicate: the dictionary test would
+// otherwise pass vacuously on a format it no longer understands.
+func TestDataDictionaryParserCatchesDrift(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "w.md")
+	os.WriteFile(p, []byte("# x\n\n### `a` `a_history`\nDisclosure: rule\n\n| column | type | meaning |\n|---|---|---|\n| `x` | BIGINT | the x |\n| `y` | VARCHAR |  |\n\n## Examples\n\n```sql\nSELECT 1\n```\n"), 0o644)
+	docs, examples := parseDictionary(t, p)
+	if len(docs) != 2 || docs["a"] != docs["a_history"] || docs["a"].disclosure != "rule" {
+		t.Fatalf("parsed %v", docs)
+	}
+	if got := fmt.Sprint(docs["a"].columns); got != "[{x BIGINT the x} {y VARCHAR }]" {
+		t.Errorf("columns = %s", got)
+	}
+	if len(examples) != 1 || strings.TrimSpace(examples[0]) != "SELECT 1" {
+		t.Errorf("examples = %q", examples)
+	}
+	if d := diffColumns([]dbColumn{{"x", "BIGINT"}, {"z", "BIGINT"}}, []dbColumn{{"x", "INTEGER"}, {"y", "VARCHAR"}}); !strings.Contains(d, "undocumented column y") ||
+		!strings.Contains(d, "column x: documented BIGINT, is INTEGER") || !strings.Contains(d, "documented column z does not exist") {
+		t.Errorf("diff = %s", d)
+	}
+}
+
+func sqlList(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = quote(p)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// ---- an independent Parquet reader ---------------------------------------------
+
+// requireTool skips when a tool the test needs is missing, except under
+// CI=true, where it fails: CI installs it (.ci/run).
+func requireTool(t *testing.T, what, hint string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is missing under CI=true: %s", what, hint)
+	}
+	t.Skipf("%s is missing (%s); skipped locally, fails under CI=true", what, hint)
+}
+
+type jsReading struct {
+	NumRows   int `json:"num_rows"`
+	RowGroups []struct {
+		NumRows int `json:"num_rows"`
+	} `json:"row_groups"`
+	Schema []struct {
+		Name          string          `json:"name"`
+		PhysicalType  string          `json:"physical_type"`
+		LogicalType   json.RawMessage `json:"logical_type"`
+		ConvertedType *string         `json:"converted_type"`
+	} `json:"schema"`
+	KVKeys []string         `json:"kv_keys"`
+	Rows   []map[string]any `json:"rows"`
+}
+
+// readWithHyparquet runs testdata/readers/read.mjs (hyparquet, pure
+// JavaScript) on one Parquet file.
+func readWithHyparquet(t *testing.T, file string) jsReading {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		requireTool(t, "node", "apt-get install nodejs")
+	}
+	dir := filepath.Join(repoRoot(t), "testdata", "readers")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "hyparquet", "package.json")); err != nil {
+		requireTool(t, "the hyparquet npm package", "run 'npm ci' in testdata/readers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "read.mjs", file)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node read.mjs %s: %v\n%s", file, err, stderr.String())
+	}
+	var r jsReading
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("hyparquet output: %v", err)
+	}
+	return r
+}
+
+var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// TestParquetReadByHyparquet reads every Parquet table of one run with
+// hyparquet and checks its values against the source store, queried
+// directly with SQLite (not through the extractor).
+func TestParquetReadByHyparquet(t *testing.T) {
+	wh := sharedWarehouse(t)
+	srcPath := fixture(t, "upgraded-backfill.db")
+	src := sourceDB(t, srcPath)
+	run := shared.runs[0]
+	file := func(table string) string {
+		return filepath.Join(wh, table, "installation_id=up", "run_id="+run, "part-0.parquet")
+	}
+
+	// Every table: names lowercase snake_case, no unsigned, INT96 or
+	// non-MICROS timestamps, the provenance key present, row groups adding up.
+	want := map[string]string{
+		"fact_subagent_context":   `SELECT count(*) FROM task_session_subagents`,
+		"dim_session":             `SELECT count(*) FROM task_sessions`,
+		"dim_turn":                `SELECT count(*) FROM task_session_turns`,
+		"dim_task":                `SELECT count(*) FROM tasks`,
+		"dim_workflow":            `SELECT count(*) FROM workflows`,
+		"dim_workflow_step":       `SELECT count(*) FROM workflow_steps`,
+		"fact_installation_state": `SELECT 1`,
+		"fact_writer_health":      `SELECT 1`,
+		"disclosures":             ``,
+		"rejects":                 `SELECT 0`,
+	}
+	readings := map[string]jsReading{}
+	for table, countSQL := range want {
+		r := readWithHyparquet(t, file(table))
+		readings[table] = r
+		if countSQL != "" {
+			if w := one(t, src, countSQL); strconv.Itoa(r.NumRows) != w || len(r.Rows) != r.NumRows {
+				t.Errorf("%s: hyparquet read %d rows (metadata %d), source has %s", table, len(r.Rows), r.NumRows, w)
+			}
+		}
+		sum := 0
+		for _, g := range r.RowGroups {
+			sum += g.NumRows
+		}
+		if sum != r.NumRows || (r.NumRows > 0 && len(r.RowGroups) == 0) {
+			t.Errorf("%s: row groups hold %d rows, file %d", table, sum, r.NumRows)
+		}
+		if !slices.Contains(r.KVKeys, "kandev_extract.provenance") {
+			t.Errorf("%s: no provenance key in %v", table, r.KVKeys)
+		}
+		for _, c := range r.Schema {
+			if !snakeCase.MatchString(c.Name) {
+				t.Errorf("%s.%s: not lowercase snake_case", table, c.Name)
+			}
+			lt := string(c.LogicalType)
+			conv := ""
+			if c.ConvertedType != nil {
+				conv = *c.ConvertedType
+			}
+			if c.PhysicalType == "INT96" || strings.Contains(lt, `"isSigned":false`) || strings.HasPrefix(conv, "UINT") {
+				t.Errorf("%s.%s: %s %s %s is not portable", table, c.Name, c.PhysicalType, lt, conv)
+			}
+			if strings.Contains(lt, `"TIMESTAMP"`) && (!strings.Contains(lt, `"unit":"MICROS"`) || !strings.Contains(lt, `"isAdjustedToUTC":true`)) {
+				t.Errorf("%s.%s: timestamp %s is not TIMESTAMP(MICROS, UTC)", table, c.Name, lt)
+			}
+		}
+	}
+
+	fact := readings["fact_subagent_context"]
+	// observed_at: the exact microseconds (the source's nanoseconds
+	// truncated), parsed here from the source text with the standard library.
+	var stamps []string
+	for _, row := range fact.Rows {
+		stamps = append(stamps, fmt.Sprintf("%v|%v|%v", row["subagent_id"], row["observed_at"], row["settled_at"]))
+	}
+	sort.Strings(stamps)
+	var wantStamps []string
+	for _, r := range rowsOf(t, src, `SELECT id || '|' || observed_at || '|' || coalesce(settled_at, 'NULL') FROM task_session_subagents`) {
+		p := strings.Split(r, "|")
+		wantStamps = append(wantStamps, p[0]+"|"+micros(t, p[1])+"|"+micros(t, p[2]))
+	}
+	sort.Strings(wantStamps)
+	equalSets(t, "observed_at/settled_at microseconds read by hyparquet", stamps, wantStamps)
+
+	// Metrics: NULL stays null (never 0); values equal the source's.
+	var metrics []string
+	for _, row := range fact.Rows {
+		metrics = append(metrics, fmt.Sprintf("%v|%v|%v|%v|%v", row["subagent_id"], jsInt(row["total_tokens"]), jsInt(row["tool_use_count"]), jsInt(row["duration_ms"]), row["source"]))
+	}
+	sort.Strings(metrics)
+	equalSets(t, "metrics read by hyparquet", metrics, rowsOf(t, src,
+		`SELECT id || '|' || coalesce(total_tokens, 'null') || '|' || coalesce(tool_use_count, 'null') || '|' || coalesce(duration_ms, 'null') || '|' || source FROM task_session_subagents`))
+	nulls := 0
+	for _, row := range fact.Rows {
+		if v, ok := row["total_tokens"]; ok && v == nil {
+			nulls++
+		}
+	}
+	if w := one(t, src, `SELECT count(*) FROM task_session_subagents WHERE total_tokens IS NULL`); strconv.Itoa(nulls) != w || nulls == 0 {
+		t.Errorf("null total_tokens read by hyparquet = %d, source %s", nulls, w)
+	}
+	// The sentinel is never an execution id.
+	var execIDs []string
+	for _, row := range fact.Rows {
+		if id, ok := row["execution_id"].(string); ok {
+			execIDs = append(execIDs, row["subagent_id"].(string)+"|"+id)
+		}
+	}
+	sort.Strings(execIDs)
+	equalSets(t, "execution ids read by hyparquet", execIDs,
+		rowsOf(t, src, `SELECT id || '|' || agent_execution_id FROM task_session_subagents WHERE agent_execution_id <> 'unknown'`))
+
+	// Installation state: raw keys verbatim, capture_since to the microsecond.
+	inst := readings["fact_installation_state"].Rows[0]
+	rawC := one(t, src, `SELECT value FROM kandev_meta WHERE key = 'subagent_context_capture_since'`)
+	rawB := one(t, src, `SELECT value FROM kandev_meta WHERE key = 'subagent_context_backfill_through'`)
+	if inst["capture_since_raw"] != rawC || inst["backfill_through_raw"] != rawB || inst["execution_since_raw"] != nil {
+		t.Errorf("raw keys read by hyparquet: %v %v %v, want %s %s null", inst["capture_since_raw"], inst["backfill_through_raw"], inst["execution_since_raw"], rawC, rawB)
+	}
+	keyTime, err := time.Parse(time.RFC3339Nano, rawC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := inst["capture_since"], "us:"+strconv.FormatInt(keyTime.UnixMicro(), 10); got != want {
+		t.Errorf("capture_since read by hyparquet = %v, want %s", got, want)
+	}
+	// dim_session keeps task_sessions' ids exactly.
+	var sessions []string
+	for _, row := range readings["dim_session"].Rows {
+		sessions = append(sessions, row["session_id"].(string))
+	}
+	sort.Strings(sessions)
+	equalSets(t, "dim_session ids read by hyparquet", sessions, rowsOf(t, src, `SELECT id FROM task_sessions`))
+	// Unknown fan-out is null, not 0.
+	unknown := 0
+	for _, row := range readings["dim_turn"].Rows {
+		if row["fanout_completeness"] == "unknown" {
+			if row["fanout"] != nil {
+				t.Errorf("turn %v: unknown fan-out read as %v", row["turn_id"], row["fanout"])
+			}
+			unknown++
+		}
+	}
+	if unknown == 0 {
+		t.Error("no unknown turn read: the fixture should have some")
+	}
+}
+
+// micros parses a Kandev SQLite timestamp and renders it as the reader's
+// "us:<microseconds since the epoch>" (nanoseconds truncated), or "null".
+func micros(t *testing.T, s string) string {
+	t.Helper()
+	if s == "NULL" {
+		return "<nil>"
+	}
+	ts, err := time.Parse("2006-01-02 15:04:05.999999999-07:00", s)
+	if err != nil {
+		t.Fatalf("source timestamp %q: %v", s, err)
+	}
+	return "us:" + strconv.FormatInt(ts.UnixMicro(), 10)
+}
+
+// jsInt renders a hyparquet INT64 (a decimal string in the JSON) or null.
+func jsInt(v any) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprint(v)
+}
