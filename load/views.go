@@ -143,9 +143,9 @@ var analyticViews = []view{
 		name: "contexts_per_card",
 		sql: `WITH s AS (
 				SELECT installation_id, task_id, count(*) AS sessions,
-					sum(subagents_observed) AS subagents_observed,
-					sum(subagents_observed_live) AS subagents_observed_live,
-					sum(subagents_observed_backfill) AS subagents_observed_backfill,
+					sum(subagents_observed)::BIGINT AS subagents_observed,
+					sum(subagents_observed_live)::BIGINT AS subagents_observed_live,
+					sum(subagents_observed_backfill)::BIGINT AS subagents_observed_backfill,
 					bool_and(fanout_completeness = 'complete') AS all_complete
 				FROM dim_session GROUP BY ALL)
 			SELECT t.installation_id, t.run_id, t.task_id, t.identifier, t.workflow_step_id,
@@ -174,12 +174,20 @@ var analyticViews = []view{
 				count(*) AS cards,
 				avg(sessions) AS sessions_per_card,
 				count(*) FILTER (WHERE contexts_completeness = 'complete') AS cards_complete,
+				count(*) FILTER (WHERE contexts_completeness = 'lower_bound') AS cards_lower_bound,
+				count(*) FILTER (WHERE contexts_completeness = 'unknown') AS cards_unknown,
 				avg(contexts) AS contexts_per_card_complete,
 				avg(contexts_observed) AS contexts_per_card_observed,
-				sum(subagent_contexts_live) AS subagent_contexts_live,
-				sum(subagent_contexts_backfill) AS subagent_contexts_backfill
+				sum(subagent_contexts_live)::BIGINT AS subagent_contexts_live,
+				sum(subagent_contexts_backfill)::BIGINT AS subagent_contexts_backfill
 			FROM contexts_per_card GROUP BY ALL ORDER BY installation_id, workflow_step_position`,
-		comment: "Per workflow step (the card's current step): sessions per card and contexts per card. contexts_per_card_complete averages complete cards only; contexts_per_card_observed is a lower bound over all cards.",
+		comment: "Per workflow step (the card's current step): sessions per card and contexts per card. contexts_per_card_complete averages complete cards only; contexts_per_card_observed is a lower bound over all cards. For the step a turn started in, see fanout_by_step.",
+		columns: map[string]string{
+			"contexts_per_card_complete": "Average contexts over cards whose count is complete only; NULL when no card of the step is complete.",
+			"contexts_per_card_observed": "Average observed contexts over all cards: a lower bound where cards are incomplete.",
+			"cards_unknown":              "Cards whose subagent part is unknown (not zero).",
+		},
+		disclose: true,
 	},
 }
 
@@ -188,7 +196,7 @@ func usageSQL(dim string) string {
 			count(*) AS subagents,
 			count(*) FILTER (WHERE is_measured) AS measured_rows,
 			count(*) FILTER (WHERE NOT is_measured) AS unmeasured_rows,
-			count(total_tokens) AS rows_with_tokens, avg(total_tokens) AS avg_total_tokens, sum(total_tokens) AS sum_total_tokens,
+			count(total_tokens) AS rows_with_tokens, avg(total_tokens) AS avg_total_tokens, sum(total_tokens)::BIGINT AS sum_total_tokens,
 			count(tool_use_count) AS rows_with_tool_use_count, avg(tool_use_count) AS avg_tool_use_count,
 			count(duration_ms) AS rows_with_duration, avg(duration_ms) AS avg_duration_ms
 		FROM fact_subagent_context GROUP BY ALL ORDER BY installation_id, ` + dim + ` NULLS LAST, source`
