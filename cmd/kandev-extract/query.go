@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/pipeline"
 )
@@ -32,13 +30,9 @@ subagent_usage, execution_identity_by_session, contexts_by_step, runs.`,
   kandev-extract query --format csv "SELECT * FROM fanout_by_turn" > turns.csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, _, _, err := s.resolve(cmd, false)
+			path, err := s.database(cmd)
 			if err != nil {
 				return err
-			}
-			path := filepath.Join(cfg.Warehouse, load.DatabaseFile)
-			if !fileExists(path) {
-				return &exitError{code: exitUsage, err: fmt.Errorf("no warehouse at %s: run 'kandev-extract run' first or pass --warehouse", path)}
 			}
 			return query(cmd, g.stdout, path, args[0], format)
 		},

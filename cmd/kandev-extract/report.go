@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/report"
 )
 
@@ -33,13 +32,9 @@ from live.`,
   kandev-extract report --out -    # to stdout`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, _, err := s.resolve(cmd, false)
+			path, err := s.database(cmd)
 			if err != nil {
 				return err
-			}
-			path := filepath.Join(cfg.Warehouse, load.DatabaseFile)
-			if !fileExists(path) {
-				return &exitError{code: exitUsage, err: fmt.Errorf("no warehouse at %s: run 'kandev-extract run' first or pass --warehouse", path)}
 			}
 			if out == "-" {
 				return report.Write(cmd.Context(), path, g.stdout, time.Now())

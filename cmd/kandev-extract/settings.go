@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev-extract/config"
+	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
 )
 
@@ -95,4 +97,18 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 		out[i] = pipeline.Installation{Name: in.Name, Source: in.Source}
 	}
 	return cfg, out, why, nil
+}
+
+// database resolves the warehouse and returns its DuckDB file, which must
+// exist (query, status and report only read it).
+func (s *settings) database(cmd *cobra.Command) (string, error) {
+	cfg, _, _, err := s.resolve(cmd, false)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cfg.Warehouse, load.DatabaseFile)
+	if !fileExists(path) {
+		return "", &exitError{code: exitUsage, err: fmt.Errorf("no warehouse at %s: run 'kandev-extract run' first or pass --warehouse", path)}
+	}
+	return path, nil
 }

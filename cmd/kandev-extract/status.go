@@ -3,13 +3,10 @@ package main
 import (
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/kandev/kandev-extract/load"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -26,13 +23,9 @@ current data. The source stores are not touched.`,
   kandev-extract status --warehouse /srv/kandev-wh --last 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, _, err := s.resolve(cmd, false)
+			path, err := s.database(cmd)
 			if err != nil {
 				return err
-			}
-			path := filepath.Join(cfg.Warehouse, load.DatabaseFile)
-			if !fileExists(path) {
-				return &exitError{code: exitUsage, err: fmt.Errorf("no warehouse at %s: run 'kandev-extract run' first or pass --warehouse", path)}
 			}
 			return printStatus(cmd, g, path, last)
 		},
