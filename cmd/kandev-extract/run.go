@@ -196,7 +196,7 @@ func printSummary(w io.Writer, warehouse string, res pipeline.Result) {
 		}
 	}
 	db := filepath.Join(warehouse, "warehouse.duckdb")
-	fmt.Fprintf(w, "\nQuery it:\n  kandev-extract query --warehouse %s \"SELECT * FROM fanout_distribution\"\n  duckdb -readonly %s \"SELECT * FROM disclosures\"\n", warehouse, db)
+	fmt.Fprintf(w, "\nQuery it:\n  %s query --warehouse %s \"SELECT * FROM fanout_distribution\"\n  duckdb -readonly %s \"SELECT * FROM disclosures\"\n", selfName(), warehouse, db)
 }
 
 func describeKey(k models.ActivationKey) string {
@@ -216,4 +216,12 @@ func deref(s *string) string {
 		return "unknown"
 	}
 	return *s
+}
+
+// selfName is how the user invoked this program, for copy-paste hints.
+func selfName() string {
+	if strings.Contains(os.Args[0], "/") && !strings.Contains(os.Args[0], "go-build") && !strings.HasSuffix(os.Args[0], ".test") {
+		return os.Args[0]
+	}
+	return "kandev-extract"
 }
