@@ -33,6 +33,9 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./transform -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./transform -run '^$$' -fuzz '^FuzzParseKey$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./transform -run '^$$' -fuzz '^FuzzStepAtStart$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./transform -run '^$$' -fuzz '^FuzzAsInt$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./transform -run '^$$' -fuzz '^FuzzAsStamp$$' -fuzztime $(FUZZTIME)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

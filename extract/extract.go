@@ -53,6 +53,29 @@ func ExpandHome(p string) string {
 	return p
 }
 
+// optionalColumn matches {{column}} or {{alias.column}} in a spec's Expr,
+// Join or Where: a column of the scanned table that a store may lack. It
+// renders as the quoted column when the table has it, else as an empty
+// string literal (so a key that includes it degrades to the key without
+// it, e.g. a pre-amendment store's (task_session_id, tool_call_id)).
+var optionalColumn = regexp.MustCompile(`\{\{(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\}\}`)
+
+func renderOptional(sql string, have map[string]bool) string {
+	if !strings.Contains(sql, "{{") {
+		return sql
+	}
+	return optionalColumn.ReplaceAllStringFunc(sql, func(m string) string {
+		sub := optionalColumn.FindStringSubmatch(m)
+		if !have[sub[2]] {
+			return "''"
+		}
+		if sub[1] != "" {
+			return sub[1] + "." + quoteIdent(sub[2])
+		}
+		return quoteIdent(sub[2])
+	})
+}
+
 // selectList renders the SELECT list for spec given the table's actual
 // columns, quoting identifiers. quote renders a stamp column read.
 func selectList(source string, spec models.TableSpec, have map[string]bool, stamp func(col string) string) (string, error) {
@@ -60,7 +83,7 @@ func selectList(source string, spec models.TableSpec, have map[string]bool, stam
 	for _, c := range spec.Columns {
 		switch {
 		case c.Expr != "":
-			parts = append(parts, c.Expr)
+			parts = append(parts, renderOptional(c.Expr, have))
 		case have[c.Name]:
 			col := quoteIdent(c.Name)
 			if spec.Alias != "" {
@@ -79,17 +102,30 @@ func selectList(source string, spec models.TableSpec, have map[string]bool, stam
 	return strings.Join(parts, ", "), nil
 }
 
-// fromClause renders FROM with the optional alias, join and filter.
-func fromClause(spec models.TableSpec) string {
+// fromClause renders FROM with the optional alias, join and filter; have
+// is the scanned table's columns, for {{column}} placeholders.
+func fromClause(spec models.TableSpec, have map[string]bool) string {
 	q := " FROM " + quoteIdent(spec.Name)
 	if spec.Alias != "" {
 		q += " AS " + spec.Alias
 	}
-	q += spec.Join
+	q += renderOptional(spec.Join, have)
 	if spec.Where != "" {
-		q += " WHERE " + spec.Where
+		q += " WHERE " + renderOptional(spec.Where, have)
 	}
 	return q
+}
+
+// requireColumns fails with a MissingColumnError naming the first of need
+// that a table lacks.
+func requireColumns(source, table string, have []string, need ...string) error {
+	set := columnSet(have)
+	for _, c := range need {
+		if !set[c] {
+			return &models.MissingColumnError{Source: source, Table: table, Column: c}
+		}
+	}
+	return nil
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

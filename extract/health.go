@@ -23,11 +23,48 @@ import (
 func HealthCounts(ctx context.Context, snap models.Snapshot, since time.Time) (models.HealthCounts, error) {
 	switch s := snap.(type) {
 	case *sqliteSnapshot:
+		if err := checkHealthSchema(ctx, snap, s.src.Path); err != nil {
+			return models.HealthCounts{}, err
+		}
 		return s.health(ctx, since)
 	case *pgSnapshot:
+		if err := checkHealthSchema(ctx, snap, s.src.location); err != nil {
+			return models.HealthCounts{}, err
+		}
 		return s.health(ctx, since)
 	}
 	return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", snap)
+}
+
+// healthColumns are what the comparison reads, by table.
+var healthColumns = []struct {
+	table string
+	cols  []string
+}{
+	{"task_session_messages", []string{"id", "task_session_id", "task_id", "metadata", "created_at"}},
+	{"task_session_subagents", []string{"task_session_id", "tool_call_id", "observed_at"}},
+}
+
+// checkHealthSchema fails with an error naming the store, table and column
+// when the comparison cannot run on this schema, instead of an SQL error.
+func checkHealthSchema(ctx context.Context, snap models.Snapshot, source string) error {
+	for _, h := range healthColumns {
+		ok, err := snap.TableExists(ctx, h.table)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &models.MissingTableError{Source: source, Table: h.table}
+		}
+		cols, err := snap.Columns(ctx, h.table)
+		if err != nil {
+			return err
+		}
+		if err := requireColumns(source, h.table, cols, h.cols...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // instantLayout is a fixed-width UTC form: lexical order is time order.
@@ -94,7 +131,7 @@ func (s *sqliteSnapshot) health(ctx context.Context, since time.Time) (models.He
 	err := s.tx.QueryRowContext(ctx, sqliteHealth, since.UTC().Format(instantLayout)).Scan(
 		&c.Shortfall, &c.Excess, &c.Expected, &c.Observed, &c.Collisions, &last, &c.MalformedMetadata)
 	if err != nil {
-		return c, fmt.Errorf("store %s: writer health: %w", s.src.Path, err)
+		return c, s.src.wrap("writer health over task_session_messages and task_session_subagents", err)
 	}
 	if last != nil {
 		t, err := time.Parse(time.RFC3339Nano, *last)

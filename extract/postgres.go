@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"time"
 
@@ -77,6 +78,9 @@ func (s *PostgresSource) wrap(op, table string, err error) error {
 		case "57014":
 			return fmt.Errorf("source %s: %s: cancelled by statement_timeout or a cancel request: %s", s.location, what, pgErr.Message)
 		case "42P01":
+			if m := pgNoSuchTable.FindStringSubmatch(pgErr.Message); m != nil {
+				return &models.MissingTableError{Source: s.location, Table: m[1]}
+			}
 			return fmt.Errorf("source %s: %s: table missing: %s", s.location, what, pgErr.Message)
 		}
 		return fmt.Errorf("source %s: %s: %s (SQLSTATE %s)", s.location, what, pgErr.Message, pgErr.Code)
@@ -87,6 +91,8 @@ func (s *PostgresSource) wrap(op, table string, err error) error {
 	}
 	return fmt.Errorf("source %s: %s: %s", s.location, what, msg)
 }
+
+var pgNoSuchTable = regexp.MustCompile(`^relation "(?:public\.)?([A-Za-z0-9_]+)" does not exist`)
 
 // scrub removes a password (and a DSN that carries one) from text.
 func scrub(text, password, dsn string) string {
@@ -157,6 +163,13 @@ func (p *pgSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	}
 	if !ok {
 		return nil, &models.MissingTableError{Source: p.src.location, Table: "kandev_meta"}
+	}
+	cols, err := p.Columns(ctx, "kandev_meta")
+	if err != nil {
+		return nil, err
+	}
+	if err := requireColumns(p.src.location, "kandev_meta", cols, "key", "value"); err != nil {
+		return nil, err
 	}
 	rows, err := p.tx.Query(ctx, `SELECT key::text, value::text FROM kandev_meta`)
 	if err != nil {
@@ -242,11 +255,12 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 	}
 	// timestamp without time zone is read as is: its wall clock is UTC by
 	// Kandev's contract, and no session TimeZone is ever applied to it.
-	list, err := selectList(p.src.location, spec, columnSet(cols), func(c string) string { return c })
+	have := columnSet(cols)
+	list, err := selectList(p.src.location, spec, have, func(c string) string { return c })
 	if err != nil {
 		return err
 	}
-	return p.stream(ctx, spec.Name, "SELECT "+list+fromClause(spec), nil, fn)
+	return p.stream(ctx, spec.Name, "SELECT "+list+fromClause(spec, have), nil, fn)
 }
 
 func (p *pgSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {

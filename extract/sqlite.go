@@ -10,11 +10,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+
 	"github.com/kandev/kandev-extract/models"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 var _ models.Source = (*SQLiteSource)(nil)
@@ -26,6 +29,12 @@ type SQLiteSource struct {
 	Path string
 	db   *sql.DB
 }
+
+// BusyTimeout is how long a read waits for a lock that another connection
+// holds exclusively (a Kandev schema migration, or a write in
+// rollback-journal mode) before the run fails with a "locked" error. In
+// WAL mode, Kandev's normal writes never block a reader.
+var BusyTimeout = 10 * time.Second
 
 // sqliteHeader is the first 16 bytes of every SQLite 3 database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
@@ -45,11 +54,11 @@ func OpenSQLite(ctx context.Context, path string) (*SQLiteSource, error) {
 	}
 	// One connection: the snapshot is one read transaction on it.
 	db.SetMaxOpenConns(1)
+	s := &SQLiteSource{Path: abs, db: db}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store %s: open read-only: %w", abs, err)
+		return nil, s.wrap("open read-only", err)
 	}
-	s := &SQLiteSource{Path: abs, db: db}
 	if err := s.probe(ctx); err != nil {
 		db.Close()
 		// A WAL-mode store in a directory we cannot write, with no -wal
@@ -58,7 +67,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLiteSource, error) {
 		if fallback := s.immutableFallback(ctx, err); fallback != nil {
 			return fallback, nil
 		}
-		return nil, fmt.Errorf("store %s: %w", abs, err)
+		return nil, s.wrap("read schema", err)
 	}
 	return s, nil
 }
@@ -70,7 +79,7 @@ func sqliteDSN(path string, immutable bool) string {
 		q.Set("immutable", "1")
 	}
 	q.Add("_pragma", "query_only(1)")
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(BusyTimeout.Milliseconds(), 10)+")")
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
@@ -133,14 +142,14 @@ func (s *SQLiteSource) Close() error            { return s.db.Close() }
 func (s *SQLiteSource) Begin(ctx context.Context) (models.Snapshot, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("store %s: begin read transaction: %w", s.Path, err)
+		return nil, s.wrap("begin read transaction", err)
 	}
 	at := time.Now().UTC()
 	// SQLite starts the snapshot at the first read, not at BEGIN.
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
 		tx.Rollback()
-		return nil, fmt.Errorf("store %s: read schema: %w", s.Path, err)
+		return nil, s.wrap("read schema", err)
 	}
 	return &sqliteSnapshot{src: s, tx: tx, at: at}, nil
 }
@@ -162,20 +171,30 @@ func (s *sqliteSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	if !ok {
 		return nil, &models.MissingTableError{Source: s.src.Path, Table: "kandev_meta"}
 	}
+	cols, err := s.Columns(ctx, "kandev_meta")
+	if err != nil {
+		return nil, err
+	}
+	if err := requireColumns(s.src.Path, "kandev_meta", cols, "key", "value"); err != nil {
+		return nil, err
+	}
 	rows, err := s.tx.QueryContext(ctx, `SELECT CAST(key AS TEXT), CAST(value AS TEXT) FROM kandev_meta`)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: read kandev_meta: %w", s.src.Path, err)
+		return nil, s.src.wrap("read kandev_meta", err)
 	}
 	defer rows.Close()
 	var out []models.MetaEntry
 	for rows.Next() {
 		var k, v sql.NullString
 		if err := rows.Scan(&k, &v); err != nil {
-			return nil, fmt.Errorf("store %s: read kandev_meta: %w", s.src.Path, err)
+			return nil, s.src.wrap("read kandev_meta", err)
 		}
 		out = append(out, models.MetaEntry{Key: k.String, Value: v.String})
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, s.src.wrap("read kandev_meta", err)
+	}
+	return out, nil
 }
 
 func (s *sqliteSnapshot) TableExists(ctx context.Context, table string) (bool, error) {
@@ -183,7 +202,7 @@ func (s *sqliteSnapshot) TableExists(ctx context.Context, table string) (bool, e
 	err := s.tx.QueryRowContext(ctx,
 		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
 	if err != nil {
-		return false, fmt.Errorf("store %s: look up table %s: %w", s.src.Path, table, err)
+		return false, s.src.wrap("look up table "+table, err)
 	}
 	return n > 0, nil
 }
@@ -191,18 +210,21 @@ func (s *sqliteSnapshot) TableExists(ctx context.Context, table string) (bool, e
 func (s *sqliteSnapshot) Columns(ctx context.Context, table string) ([]string, error) {
 	rows, err := s.tx.QueryContext(ctx, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: columns of %s: %w", s.src.Path, table, err)
+		return nil, s.src.wrap("columns of "+table, err)
 	}
 	defer rows.Close()
 	var cols []string
 	for rows.Next() {
 		var c string
 		if err := rows.Scan(&c); err != nil {
-			return nil, err
+			return nil, s.src.wrap("columns of "+table, err)
 		}
 		cols = append(cols, c)
 	}
-	return cols, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, s.src.wrap("columns of "+table, err)
+	}
+	return cols, nil
 }
 
 func (s *sqliteSnapshot) SubagentSchema(ctx context.Context) (models.SubagentSchema, error) {
@@ -222,7 +244,7 @@ func (s *sqliteSnapshot) SubagentSchema(ctx context.Context) (models.SubagentSch
 		`SELECT il.name, ii.name FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii
 		 WHERE il."unique" = 1 AND il.origin <> 'pk' ORDER BY il.seq, ii.seqno`, table)
 	if err != nil {
-		return out, fmt.Errorf("store %s: unique keys of %s: %w", s.src.Path, table, err)
+		return out, s.src.wrap("unique keys of "+table, err)
 	}
 	defer rows.Close()
 	idx := map[string]int{}
@@ -254,7 +276,8 @@ func (s *sqliteSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn fun
 	if err != nil {
 		return err
 	}
-	list, err := selectList(s.src.Path, spec, columnSet(cols), func(c string) string {
+	have := columnSet(cols)
+	list, err := selectList(s.src.Path, spec, have, func(c string) string {
 		// Read the stored text itself: the driver would otherwise turn
 		// TIMESTAMP-declared columns into time.Time and lose the form.
 		return "CAST(" + c + " AS TEXT)"
@@ -262,7 +285,7 @@ func (s *sqliteSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn fun
 	if err != nil {
 		return err
 	}
-	q := "SELECT " + list + fromClause(spec)
+	q := "SELECT " + list + fromClause(spec, have)
 	return s.stream(ctx, spec.Name, q, nil, fn)
 }
 
@@ -273,7 +296,7 @@ func (s *sqliteSnapshot) Query(ctx context.Context, query string, args []any, fn
 func (s *sqliteSnapshot) stream(ctx context.Context, what, q string, args []any, fn func(row []any) error) error {
 	rows, err := s.tx.QueryContext(ctx, q, args...)
 	if err != nil {
-		return fmt.Errorf("store %s: read %s: %w", s.src.Path, what, err)
+		return s.src.wrap("read "+what, err)
 	}
 	defer rows.Close()
 	n := len(mustColumns(rows))
@@ -284,7 +307,7 @@ func (s *sqliteSnapshot) stream(ctx context.Context, what, q string, args []any,
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return fmt.Errorf("store %s: read %s: %w", s.src.Path, what, err)
+			return s.src.wrap("read "+what, err)
 		}
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
@@ -296,9 +319,48 @@ func (s *sqliteSnapshot) stream(ctx context.Context, what, q string, args []any,
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store %s: read %s: %w", s.src.Path, what, err)
+		return s.src.wrap("read "+what, err)
 	}
 	return nil
+}
+
+// SQLite primary result codes the extractor explains (sqlite3.h).
+const (
+	sqliteIOErr    = 10
+	sqliteBusy     = 5
+	sqliteLocked   = 6
+	sqliteCorrupt  = 11
+	sqliteCantOpen = 14
+	sqliteNotADB   = 26
+)
+
+var noSuchTable = regexp.MustCompile(`no such table: (?:main\.)?([A-Za-z0-9_]+)`)
+
+// wrap turns a driver error into one an operator can act on: it names the
+// store and what was being read, and says what to do.
+func (s *SQLiteSource) wrap(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("store %s: %s: %w", s.Path, op, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqliteBusy, sqliteLocked:
+			return fmt.Errorf("store %s: %s: the store is locked: another connection held an exclusive lock for the whole busy timeout (%s) "+
+				"(Kandev does during a schema migration, or for a write when the store is not in WAL mode); nothing was read or written — run again later: %w",
+				s.Path, op, BusyTimeout, err)
+		case sqliteCorrupt, sqliteNotADB:
+			return fmt.Errorf("store %s: %s: the file is corrupt or truncated, not a readable SQLite database; "+
+				"kandev-extract never repairs a source — restore the store from a backup, or recover a copy with `sqlite3 COPY.db .recover`: %w",
+				s.Path, op, err)
+		case sqliteIOErr, sqliteCantOpen:
+			return fmt.Errorf("store %s: %s: the file could not be read (I/O error or permission): %w", s.Path, op, err)
+		}
+		if m := noSuchTable.FindStringSubmatch(se.Error()); m != nil {
+			return &models.MissingTableError{Source: s.Path, Table: m[1]}
+		}
+	}
+	return fmt.Errorf("store %s: %s: %w", s.Path, op, err)
 }
 
 func mustColumns(rows *sql.Rows) []string {

@@ -25,7 +25,7 @@ var baseComments = map[string]string{
 	"dim_workflow_step":       "Workflow steps.",
 	"disclosures":             "Per installation, each rule that applies to its data, in plain words, with the instants and counts.",
 	"fact_writer_health":      "Writer-health evaluation per installation and run (see writer_health).",
-	"rejects":                 "Source values the extractor refused: table, row id, column, raw value, reason, and whether the row was quarantined or the value set to NULL.",
+	"rejects":                 "Source values the extractor refused or flagged: table, row id, column, raw value, reason, and the action: quarantined_row (not in the fact), nulled_value (kept as NULL), replaced_value (repaired, e.g. invalid UTF-8), flagged (kept as is: orphan, duplicate key, non-UTC offset).",
 }
 
 // BuildDatabase rebuilds warehouse.duckdb from the committed manifests. It

@@ -4,6 +4,7 @@ package load
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -28,16 +29,30 @@ type ParquetFile struct {
 	Rows int64
 }
 
+// fileSink is what a Parquet file is written to: an *os.File.
+type fileSink interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// createFile creates a new Parquet file. It is a test seam: a test swaps
+// it to inject a full disk or an unwritable warehouse (root ignores file
+// modes, so chmod cannot).
+var createFile = func(path string) (fileSink, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
 // syncFile makes the writer's Close flush the file to disk first, so that a
 // rename after Close publishes durable bytes.
-type syncFile struct{ *os.File }
+type syncFile struct{ fileSink }
 
 func (f *syncFile) Close() error {
-	if err := f.File.Sync(); err != nil {
-		f.File.Close()
+	if err := f.fileSink.Sync(); err != nil {
+		f.fileSink.Close()
 		return err
 	}
-	return f.File.Close()
+	return f.fileSink.Close()
 }
 
 // CreateParquet creates path (and its directory) for rows of schema: zstd,
@@ -46,7 +61,7 @@ func CreateParquet(path string, schema *arrow.Schema, createdBy string) (*Parque
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("parquet %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := createFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("parquet %s: %w", path, err)
 	}

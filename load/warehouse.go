@@ -245,9 +245,12 @@ func (s *Staging) Commit(m models.Manifest) error {
 	return nil
 }
 
-// Discard removes the staged files of a failed run.
+// Discard removes the staged files of a failed run, and the run's and the
+// staging directory once empty.
 func (s *Staging) Discard() {
 	os.RemoveAll(s.Dir)
+	os.Remove(filepath.Join(s.w.Dir, stagingDir, s.run))
+	os.Remove(filepath.Join(s.w.Dir, stagingDir))
 }
 
 // WriteManifest writes a manifest atomically (temp, fsync, rename, fsync dir).

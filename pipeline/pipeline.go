@@ -417,13 +417,6 @@ func evaluateHealth(ctx context.Context, snap models.Snapshot, state models.Inst
 	if !runIt {
 		return verdict, nil
 	}
-	ok, err := snap.TableExists(ctx, "task_session_messages")
-	if err != nil {
-		return verdict, err
-	}
-	if !ok {
-		return verdict, fmt.Errorf("writer health: required table task_session_messages is missing")
-	}
 	counts, err := extract.HealthCounts(ctx, snap, state.CaptureSince.At)
 	if err != nil {
 		return verdict, err

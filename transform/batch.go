@@ -44,14 +44,17 @@ func (b *Builder) next() array.Builder {
 	return f
 }
 
-// Str appends a non-null string.
-func (b *Builder) Str(s string) { b.next().(*array.StringBuilder).Append(s) }
+// Str appends a non-null string. Text that is not valid UTF-8 is repaired
+// (U+FFFD): Parquet strings and DuckDB require UTF-8. Transformers record
+// each repair of a source value in rejects before it gets here; this is
+// the guarantee for every other string (raw keys, locations).
+func (b *Builder) Str(s string) { b.next().(*array.StringBuilder).Append(validText(s)) }
 
 // OptStr appends s, or null when !valid.
 func (b *Builder) OptStr(s string, valid bool) {
 	f := b.next().(*array.StringBuilder)
 	if valid {
-		f.Append(s)
+		f.Append(validText(s))
 	} else {
 		f.AppendNull()
 	}

@@ -1,11 +1,12 @@
 package transform
 
 import (
+	"bytes"
 	"encoding/json"
-
-	"github.com/apache/arrow-go/v18/arrow"
 	"strings"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/kandev/kandev-extract/models"
 )
@@ -30,8 +31,14 @@ func TurnSpec(featurePresent bool) models.TableSpec {
 	} else {
 		spec.Columns = append(spec.Columns, zeroCountColumns()...)
 	}
+	spec.Columns = append(spec.Columns,
+		models.ColumnSpec{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(dup.n, 1)"},
+		models.ColumnSpec{Name: "session_missing", Kind: models.KindCount, Expr: sessionMissing})
+	spec.Join += duplicateJoin("task_session_turns", "dup")
 	return spec
 }
+
+var turnNames = specNames(TurnSpec(true))
 
 // TurnSchema is dim_turn.
 var TurnSchema = runFields(append([]arrow.Field{
@@ -54,7 +61,20 @@ func NewTurns(ctx *Context, b *Builder) *Turns {
 // Append transforms one task_session_turns row (TurnSpec order).
 func (t *Turns) Append(row []any) error {
 	b := t.b
-	id, _ := asText(row[0])
+	id, err := t.ctx.cleanText("task_session_turns", turnNames, row)
+	if err != nil {
+		return err
+	}
+	if err := t.ctx.flagDuplicate("task_session_turns", id, row[0], row[10], &t.Stats); err != nil {
+		return err
+	}
+	if n, _, _ := asInt(row[11]); n == 1 {
+		t.Stats.Orphans++
+		if err := t.ctx.Rejects.Add("task_session_turns", id, "task_session_id", row[1],
+			"orphan: no task_sessions row has this id (the session is gone); the turn is kept and counted", ActionFlagged); err != nil {
+			return err
+		}
+	}
 	t.ctx.lead(b)
 	b.Str(id)
 	sess, _ := asText(row[1])
@@ -74,7 +94,11 @@ func (t *Turns) Append(row []any) error {
 	if _, _, err := t.ctx.stampCol(b, "task_session_turns", id, "completed_at", row[4]); err != nil {
 		return err
 	}
-	if u, ok, _ := asStamp(row[6]); ok && u.After(t.Stats.MaxUpdated) {
+	u, ok, err := t.ctx.optStamp("task_session_turns", id, "updated_at", row[6])
+	if err != nil {
+		return err
+	}
+	if ok && u.After(t.Stats.MaxUpdated) {
 		t.Stats.MaxUpdated = u
 	}
 	c := t.ctx.fanout(b, started, startedOK, row[7], row[8], row[9])
@@ -83,25 +107,52 @@ func (t *Turns) Append(row []any) error {
 	return b.EndRow()
 }
 
+// stepKey is the turn metadata key Kandev writes the starting step under.
+const stepKey = "workflow_step_id_at_start"
+
+// Reasons StepAtStart gives (they appear in the rejects table; the
+// metadata itself never does).
+const (
+	ProblemMetadataNotJSON   = "metadata is not JSON"
+	ProblemMetadataNotObject = "metadata is JSON but not an object"
+	ProblemStepNotString     = "metadata.workflow_step_id_at_start is not a string"
+)
+
 // StepAtStart reads workflow_step_id_at_start from a turn's metadata JSON.
-// NULL, ”, 'null' and '{}' carry no step; text that is not a JSON object is
-// a problem (the raw text is not kept: metadata may hold anything).
+// NULL, ”, 'null' and '{}' carry no step; text that is not a JSON object,
+// or a step that is not a string, is a problem (the raw text is never
+// kept: metadata may hold anything). A step is returned only when it is a
+// non-empty string; invalid UTF-8 in it comes back repaired (U+FFFD).
 func StepAtStart(v any) (step string, ok bool, problem string) {
 	s, valid := asText(v)
 	s = strings.TrimSpace(s)
 	if !valid || s == "" || s == "null" {
 		return "", false, ""
 	}
-	var m struct {
-		Step *string `json:"workflow_step_id_at_start"`
+	if !json.Valid([]byte(s)) {
+		return "", false, ProblemMetadataNotJSON
 	}
+	if s[0] != '{' {
+		return "", false, ProblemMetadataNotObject
+	}
+	// A map, not a struct: encoding/json matches struct fields without
+	// regard to case, and Kandev's key is exact.
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return "", false, "metadata is not a JSON object"
+		return "", false, ProblemMetadataNotObject
 	}
-	if m.Step == nil || *m.Step == "" {
+	raw := bytes.TrimSpace(m[stepKey])
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return "", false, ""
 	}
-	return *m.Step, true, ""
+	var step2 string
+	if err := json.Unmarshal(raw, &step2); err != nil {
+		return "", false, ProblemStepNotString
+	}
+	if step2 == "" {
+		return "", false, ""
+	}
+	return validText(step2), true, ""
 }
 
 // ---- dim_task --------------------------------------------------------------
@@ -144,6 +195,7 @@ type Dim struct {
 	b     *Builder
 	table string
 	kinds []dimKind
+	names []string
 	Stats DimStats
 }
 
@@ -159,7 +211,10 @@ const (
 )
 
 func newDim(ctx *Context, b *Builder, table string, kinds ...dimKind) *Dim {
-	return &Dim{ctx: ctx, b: b, table: table, kinds: kinds}
+	spec := map[string]models.TableSpec{
+		"tasks": TaskSpec(), "workflows": WorkflowSpec(), "workflow_steps": WorkflowStepSpec(),
+	}[table]
+	return &Dim{ctx: ctx, b: b, table: table, kinds: kinds, names: specNames(spec)}
 }
 
 // NewTasks returns the dim_task transformer.
@@ -171,8 +226,11 @@ func NewTasks(ctx *Context, b *Builder) *Dim {
 // Append transforms one row.
 func (d *Dim) Append(row []any) error {
 	b := d.b
+	id, err := d.ctx.cleanText(d.table, d.names, row)
+	if err != nil {
+		return err
+	}
 	d.ctx.lead(b)
-	id, _ := asText(row[0])
 	for i, k := range d.kinds {
 		switch k {
 		case dimID:
@@ -205,13 +263,10 @@ func (d *Dim) Append(row []any) error {
 	return b.EndRow()
 }
 
+// column is a source column name, for rejects.
 func (d *Dim) column(i int) string {
-	// Source column names, for rejects.
-	spec := map[string]models.TableSpec{
-		"tasks": TaskSpec(), "workflows": WorkflowSpec(), "workflow_steps": WorkflowStepSpec(),
-	}[d.table]
-	if i < len(spec.Columns) {
-		return spec.Columns[i].Name
+	if i < len(d.names) {
+		return d.names[i]
 	}
 	return "?"
 }

@@ -47,6 +47,7 @@ func Disclose(f Facts) []Disclosure {
 			"This store has no task_session_subagents table (a Kandev build from before subagent capture). "+
 				"Fan-out is UNKNOWN, not zero, for all %d sessions and %d turns: the absence of a row is not the absence of a subagent.",
 			f.Sessions.Rows, f.Turns.Rows)
+		out = append(out, f.integrityRules()...)
 		return append(out, f.rejectRules()...)
 	}
 	for _, k := range []models.ActivationKey{st.CaptureSince, st.BackfillThrough, st.ExecutionSince} {
@@ -125,7 +126,29 @@ func Disclose(f Facts) []Disclosure {
 			unmeasured, sa.Rows, sa.Measured)
 	}
 	out = append(out, f.healthRules()...)
+	out = append(out, f.integrityRules()...)
 	return append(out, f.rejectRules()...)
+}
+
+// integrityRules disclose rows the store's own constraints should have
+// prevented. They are kept (never dropped) and flagged in rejects.
+func (f Facts) integrityRules() []Disclosure {
+	var out []Disclosure
+	sa := f.Subagent
+	if n := sa.Orphans + f.Turns.Orphans; n > 0 {
+		out = append(out, Disclosure{Rule: "orphan_rows", Severity: "warning", Count: n, HasCount: true,
+			Text: fmt.Sprintf("%d rows reference a session that is not in task_sessions (%d subagent rows, %d turns; Kandev's foreign key would have deleted them with the session). "+
+				"They are kept and counted, and flagged in rejects (action 'flagged'); an inner join to dim_session drops them, so join with LEFT JOIN to see them.",
+				n, sa.Orphans, f.Turns.Orphans)})
+	}
+	if n := sa.DuplicateIDs + sa.DuplicateKeys + f.Sessions.DuplicateIDs + f.Turns.DuplicateIDs; n > 0 {
+		out = append(out, Disclosure{Rule: "duplicate_keys", Severity: "warning", Count: n, HasCount: true,
+			Text: fmt.Sprintf("The store holds rows its own constraints should have prevented: %d subagent rows share an id and %d share the unique key "+
+				"(task_session_id, agent_execution_id, tool_call_id); %d sessions and %d turns share an id. Every one is kept (which copy is right is not knowable) "+
+				"and flagged in rejects: counts over them may include the same invocation twice.",
+				sa.DuplicateIDs, sa.DuplicateKeys, f.Sessions.DuplicateIDs, f.Turns.DuplicateIDs)})
+	}
+	return out
 }
 
 func (f Facts) healthRules() []Disclosure {
@@ -153,8 +176,9 @@ func (f Facts) rejectRules() []Disclosure {
 		return nil
 	}
 	return []Disclosure{{Rule: "rejects", Severity: "warning", Count: f.Rejected, HasCount: true,
-		Text: fmt.Sprintf("%d source values were refused (%d whole rows quarantined, the rest set to NULL): the rejects view lists each with its table, row id, column, raw value and reason.",
-			f.Rejected, f.RejRows)}}
+		Text: fmt.Sprintf("%d entries in the rejects view: %d whole rows quarantined (not in the fact tables) and %d values set to NULL, repaired or flagged with the row kept. "+
+			"Each is listed with its table, row id, column, raw value, reason and action.",
+			f.Rejected, f.RejRows, f.Rejected-f.RejRows)}}
 }
 
 // DisclosureSchema is the disclosures table.

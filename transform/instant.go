@@ -98,6 +98,11 @@ func parseInstant(s string, column bool) (time.Time, models.Precision, error) {
 	if offset != 0 {
 		t = t.Add(-time.Duration(offset) * time.Second)
 	}
+	// Only instants that a four-digit year can write back (0001-9999 UTC);
+	// an offset can push 0000-01-01 or 9999-12-31 outside them.
+	if t.Year() < 1 || t.Year() > 9999 {
+		return time.Time{}, models.PrecisionNone, fmt.Errorf("%w: %q: the instant is outside the years 0001-9999", ErrNotTimestamp, clip(s))
+	}
 	return t, precisionOf(nd), nil
 }
 

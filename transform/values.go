@@ -1,10 +1,13 @@
 package transform
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The source hands cells as nil, string, int64, int32, float64 or
@@ -60,18 +63,44 @@ func asInt(v any) (n int64, valid bool, problem string) {
 		}
 		return 0, true, ""
 	case float64:
-		if x == math.Trunc(x) && x >= math.MinInt64 && x <= math.MaxInt64 {
-			return int64(x), true, ""
+		switch {
+		case math.IsNaN(x) || math.IsInf(x, 0):
+			return 0, false, ProblemNotInteger
+		case x != math.Trunc(x):
+			return 0, false, ProblemNotInteger
+		// float64(math.MaxInt64) rounds up to 2^63, which int64 cannot
+		// hold: the upper bound is exclusive.
+		case x < -(1<<63) || x >= 1<<63:
+			return 0, false, ProblemOutOfRange
 		}
-		return 0, false, "not an integer"
+		return int64(x), true, ""
 	case string:
-		if i, err := strconv.ParseInt(x, 10, 64); err == nil {
+		i, err := strconv.ParseInt(x, 10, 64)
+		switch {
+		case err == nil:
 			return i, true, ""
+		case errors.Is(err, strconv.ErrRange):
+			return 0, false, ProblemOutOfRange
 		}
-		return 0, false, "not an integer"
+		return 0, false, ProblemNotInteger
 	}
 	return 0, false, fmt.Sprintf("unexpected %T", v)
 }
+
+// Reasons asInt gives (they appear in the rejects table).
+const (
+	ProblemNotInteger = "not an integer"
+	ProblemOutOfRange = "integer out of the 64-bit range"
+	ProblemNegative   = "negative metric (a count or duration cannot be negative)"
+	// ProblemImplausible: a metric above MaxMetric.
+	ProblemImplausible = "implausibly large metric (above 2^53-1, the largest integer a double-precision reader holds exactly)"
+)
+
+// MaxMetric bounds total_tokens, tool_use_count and duration_ms: 2^53-1
+// tokens or milliseconds (285 000 years) is no measurement, BI tools and
+// JavaScript readers that hold numbers as doubles would round anything
+// larger, and sums over a run stay far from the 64-bit limit.
+const MaxMetric = 1<<53 - 1
 
 // asStamp reads a TIMESTAMP cell: SQLite text in Kandev's forms, or the UTC
 // wall clock PostgreSQL's timestamp without time zone holds.
@@ -91,4 +120,77 @@ func asStamp(v any) (t time.Time, valid bool, problem string) {
 		return t, true, ""
 	}
 	return time.Time{}, false, fmt.Sprintf("unexpected %T", v)
+}
+
+// offsetNote explains a timestamp text that parsed (to t) but carries an
+// offset other than UTC. Kandev writes +00:00; the value is converted to
+// the exact UTC instant it names, and flagged because its writer was not
+// Kandev's.
+func offsetNote(v any, t time.Time) string {
+	s, ok := v.(string)
+	if !ok || len(s) < 6 {
+		return ""
+	}
+	off := s[len(s)-6:]
+	if (off[0] != '+' && off[0] != '-') || off[3] != ':' || off == "+00:00" || off == "-00:00" {
+		return ""
+	}
+	return fmt.Sprintf("timestamp carries the non-UTC offset %s (Kandev writes +00:00): converted to the exact UTC instant %s",
+		off, t.UTC().Format(time.RFC3339Nano))
+}
+
+// rawText renders a refused value for the rejects table: its text, with
+// any byte that is not valid UTF-8 written as \xNN (a Parquet string must
+// be UTF-8), and clipped at a character boundary.
+func rawText(v any) (string, bool) {
+	s, ok := asText(v)
+	if !ok {
+		return "", false
+	}
+	if !utf8.ValidString(s) {
+		s = escapeInvalidUTF8(s)
+	}
+	return clipRaw(s), true
+}
+
+// escapeInvalidUTF8 keeps valid characters and writes each invalid byte
+// as \xNN.
+func escapeInvalidUTF8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size <= 1 {
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+			i++
+			continue
+		}
+		b.WriteString(s[i : i+size])
+		i += size
+	}
+	return b.String()
+}
+
+// maxRaw is how many bytes of a refused value the rejects table keeps.
+const maxRaw = 256
+
+// clipRaw cuts s to at most maxRaw bytes at a character boundary.
+func clipRaw(s string) string {
+	if len(s) <= maxRaw {
+		return s
+	}
+	cut := maxRaw
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// validText repairs text that is not valid UTF-8: each run of invalid
+// bytes becomes U+FFFD. SQLite stores any bytes in a TEXT column; Parquet
+// strings and DuckDB require UTF-8.
+func validText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }

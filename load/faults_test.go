@@ -1,0 +1,204 @@
+package load_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/kandev/kandev-extract/load"
+	"github.com/kandev/kandev-extract/pipeline"
+)
+
+// Disk full and an unwritable warehouse: the run fails with a clear error,
+// the failure is recorded, the previous committed run stays current and
+// byte-identical, and the next run succeeds. Tests run as root, which file
+// modes do not stop, so the faults are injected through load's
+// createFile seam.
+
+// faultStore is a real Kandev store (never written).
+func faultStore(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "testdata", "kandev", "fresh-activated.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func faultRun(t *testing.T, wh, source string) pipeline.Result {
+	t.Helper()
+	res, err := pipeline.Run(context.Background(), pipeline.Options{
+		Warehouse:     wh,
+		Installations: []pipeline.Installation{{Name: "disk", Source: source}},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+// faultHashes digests every published file except warehouse.duckdb (which
+// every run rebuilds to list the runs) and the lock.
+func faultHashes(t *testing.T, wh string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(wh, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(wh, p)
+		if rel == load.DatabaseFile || rel == ".lock" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(h[:])
+		return nil
+	})
+	return out
+}
+
+func faultQuery(t *testing.T, wh, q string) string {
+	t.Helper()
+	db, err := sql.Open("duckdb", filepath.Join(wh, load.DatabaseFile)+"?access_mode=read_only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var s string
+	if err := db.QueryRow(q).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return s
+}
+
+// fullDisk is a file that accepts limit bytes, then fails like a full disk.
+type fullDisk struct {
+	*os.File
+	left *atomic.Int64
+}
+
+func (f *fullDisk) Write(b []byte) (int, error) {
+	n := int64(len(b))
+	if left := f.left.Add(-n); left < 0 {
+		keep := max(0, n+left)
+		w, _ := f.File.Write(b[:keep])
+		return w, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	return f.File.Write(b)
+}
+
+func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
+	cases := []struct {
+		name   string
+		create func(left *atomic.Int64) func(string) (load.FileSink, error)
+		wants  []string
+	}{
+		{"disk full while writing", func(left *atomic.Int64) func(string) (load.FileSink, error) {
+			return func(path string) (load.FileSink, error) {
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				if err != nil {
+					return nil, err
+				}
+				return &fullDisk{File: f, left: left}, nil
+			}
+		}, []string{"parquet ", "no space left on device"}},
+		{"warehouse not writable", func(*atomic.Int64) func(string) (load.FileSink, error) {
+			return func(path string) (load.FileSink, error) {
+				return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EROFS}
+			}
+		}, []string{"parquet ", "read-only file system"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			source := faultStore(t)
+			wh := filepath.Join(t.TempDir(), "wh")
+			first := faultRun(t, wh, source)
+			if first.Failed() {
+				t.Fatalf("first run: %v", first.Outcomes[0].Err)
+			}
+			before := faultHashes(t, wh)
+
+			var left atomic.Int64
+			left.Store(20_000) // a few files fit, then the disk is full
+			load.SetCreateFile(t, tc.create(&left))
+			second := faultRun(t, wh, source)
+			err := second.Outcomes[0].Err
+			if err == nil || !second.Failed() {
+				t.Fatal("the run succeeded on a full or read-only warehouse")
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EROFS) {
+				t.Errorf("error %v does not wrap the OS error", err)
+			}
+			// The previous run is intact and still current; the failure is
+			// recorded; nothing of the failed run is left.
+			after := faultHashes(t, wh)
+			for rel, h := range before {
+				if after[rel] != h {
+					t.Errorf("%s changed or vanished", rel)
+				}
+			}
+			for rel := range after {
+				if _, ok := before[rel]; !ok && !strings.HasPrefix(rel, filepath.Join("_runs", "disk")) {
+					t.Errorf("the failed run left %s", rel)
+				}
+			}
+			if got := faultQuery(t, wh, `SELECT run_id FROM current_runs`); got != first.RunID {
+				t.Errorf("current run = %s, want the previous %s", got, first.RunID)
+			}
+			if got := faultQuery(t, wh, `SELECT count(*)::VARCHAR FROM subagent_contexts`); got != "253" {
+				t.Errorf("current rows = %s, want 253", got)
+			}
+			if got := faultQuery(t, wh, fmt.Sprintf(`SELECT status || '|' || (error = %s) FROM runs WHERE run_id = '%s'`,
+				"'"+strings.ReplaceAll(err.Error(), "'", "''")+"'", second.RunID)); got != "failed|true" {
+				t.Errorf("runs = %s", got)
+			}
+
+			// The disk has room again: the next run commits and is current.
+			load.SetCreateFile(t, func(path string) (load.FileSink, error) {
+				return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			})
+			third := faultRun(t, wh, source)
+			if third.Failed() {
+				t.Fatalf("run after the fault: %v", third.Outcomes[0].Err)
+			}
+			if got := faultQuery(t, wh, `SELECT run_id FROM current_runs`); got != third.RunID {
+				t.Errorf("current run = %s, want %s", got, third.RunID)
+			}
+		})
+	}
+}
+
+// TestWarehouseIsAFile: a warehouse path that cannot be a directory fails
+// the whole run, naming it, before any source is read.
+func TestWarehouseIsAFile(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	if err := os.WriteFile(wh, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pipeline.Run(context.Background(), pipeline.Options{
+		Warehouse:     wh,
+		Installations: []pipeline.Installation{{Name: "disk", Source: faultStore(t)}},
+	})
+	if err == nil || !strings.Contains(err.Error(), "warehouse "+wh) || !errors.Is(err, syscall.ENOTDIR) {
+		t.Fatalf("error = %v, want one naming the warehouse %s (not a directory)", err, wh)
+	}
+}
