@@ -46,10 +46,23 @@ type Options struct {
 	// WaitLock is how long to wait for another run's warehouse lock
 	// (0 = fail at once with load.ErrLocked).
 	WaitLock time.Duration
+	// BatchRows is how many rows each table's Arrow record batch holds
+	// before it is written as one Parquet row group (0 = DefaultBatchRows).
+	// It bounds the memory a run needs: a table's batch is held in Arrow
+	// builders until it is written.
+	BatchRows int
 	// Progress, when set, is called as rows stream (every ProgressEvery
 	// rows and at the end of each table).
 	Progress func(installation, table string, rows int64)
 }
+
+// DefaultBatchRows is the rows per record batch and Parquet row group when
+// Options.BatchRows is 0. A fact batch of 16Ki rows is about 9 MB of Arrow
+// buffers. Peak RSS on the 1M-row benchmark store was 344-408 MiB with
+// 128Ki-row batches (transform.DefaultBatchRows), 231 MiB with 32Ki and
+// 185-216 MiB with 16Ki, for some more Parquet encoding time on the
+// transformer goroutine, which has time to spare (docs/benchmarks.md).
+const DefaultBatchRows = 16 * 1024
 
 // ProgressEvery is how many rows pass between progress calls.
 const ProgressEvery = 25_000
@@ -62,6 +75,30 @@ type Outcome struct {
 	Manifest     models.Manifest
 	Facts        transform.Facts
 	Disclosures  []transform.Disclosure
+	Stages       Stages
+}
+
+// Stages is where one installation's run spent its time. The source is
+// read on one goroutine while another transforms and writes Parquet, so
+// on two cores the stages add up to more than Wall. Each is elapsed time
+// on its goroutine (on a busy machine it includes time spent waiting for
+// a core).
+type Stages struct {
+	// Extract is the table scans' SQL on the reader goroutine (time spent
+	// waiting for the transformer to catch up is in ReaderWait instead).
+	Extract    time.Duration
+	ReaderWait time.Duration
+	// Transform is conversion and classification into Arrow builders.
+	Transform time.Duration
+	// Parquet is encoding, compressing and writing row groups, and the
+	// files' durable close.
+	Parquet time.Duration
+	// Health is the writer-health query (it overlaps the transformer's
+	// tail).
+	Health time.Duration
+	// Publish is the commit: files moved into place, manifest written.
+	Publish time.Duration
+	Wall    time.Duration
 }
 
 // Result is a whole run.
@@ -69,6 +106,8 @@ type Result struct {
 	RunID    string
 	Outcomes []Outcome
 	Duration time.Duration
+	// DuckDB is the time spent rebuilding warehouse.duckdb.
+	DuckDB time.Duration
 }
 
 // Failed reports whether any installation failed.
@@ -100,6 +139,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.BatchRows <= 0 {
+		opts.BatchRows = DefaultBatchRows
 	}
 	if len(opts.Installations) == 0 {
 		return Result{}, errors.New("no installation to extract")
@@ -141,9 +183,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	} else if n > 0 {
 		opts.Logger.Info("retention removed old runs", "runs", n, "keep", opts.Retention)
 	}
-	if err := load.BuildDatabase(finish, wh.Dir); err != nil {
+	t0 := time.Now()
+	err = load.BuildDatabase(finish, wh.Dir)
+	res.DuckDB = time.Since(t0)
+	if err != nil {
 		return res, fmt.Errorf("rebuild DuckDB views: %w", err)
 	}
+	opts.Logger.Info("duckdb views rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds())
 	res.Duration = opts.Now().Sub(start)
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("run interrupted: %w", context.Cause(ctx))
@@ -159,7 +205,8 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 	stage, err := wh.Stage(in.Name, runID)
 	if err == nil {
 		var prov *models.Provenance
-		prov, out.Facts, out.Disclosures, err = writeRun(ctx, stage, runID, in, opts, log)
+		wall := time.Now()
+		prov, out.Facts, out.Disclosures, err = writeRun(ctx, stage, runID, in, opts, log, &out.Stages)
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -168,10 +215,14 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 			m := models.Manifest{RunID: runID, InstallationID: in.Name, Status: models.RunCommitted,
 				StartedAt: started.UTC(), FinishedAt: opts.Now().UTC(), Provenance: prov}
 			m.DurationMS = m.FinishedAt.Sub(m.StartedAt).Milliseconds()
+			t0 := time.Now()
 			if err = stage.Commit(m); err == nil {
+				out.Stages.Publish = time.Since(t0)
+				out.Stages.Wall = time.Since(wall)
 				out.Manifest = m
 				log.Info("run committed", "subagent_rows", prov.Tables[transform.TableFact].RowsWritten,
 					"duration", (time.Duration(m.DurationMS) * time.Millisecond).String())
+				out.Stages.log(log)
 				return out
 			}
 		}
@@ -193,6 +244,12 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 	return out
 }
 
+func (s Stages) log(log *slog.Logger) {
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	log.Info("stage timings", "wall_ms", ms(s.Wall), "extract_ms", ms(s.Extract), "reader_wait_ms", ms(s.ReaderWait),
+		"transform_ms", ms(s.Transform), "parquet_ms", ms(s.Parquet), "health_ms", ms(s.Health), "publish_ms", ms(s.Publish))
+}
+
 // output is one table being written in a run.
 type output struct {
 	table  string
@@ -203,7 +260,143 @@ type output struct {
 	hw     func() time.Time
 }
 
-func writeRun(ctx context.Context, stage *load.Staging, runID string, in Installation, opts Options, log *slog.Logger) (*models.Provenance, transform.Facts, []transform.Disclosure, error) {
+// timedSink is a table's Parquet file, timing the writes (they run on the
+// transformer goroutine, then on the caller's once it has finished).
+type timedSink struct {
+	f       *load.ParquetFile
+	elapsed *time.Duration
+}
+
+func (t timedSink) Write(rec arrow.RecordBatch) error {
+	t0 := time.Now()
+	err := t.f.Write(rec)
+	*t.elapsed += time.Since(t0)
+	return err
+}
+
+// Overlap of reading and transforming. One goroutine (the caller's) reads
+// the snapshot — all on the snapshot's one connection and transaction, so
+// every read still comes from the ONE consistent snapshot — and copies
+// each row into a batch; another goroutine transforms the batches in
+// order and writes the Parquet row groups. A fixed pool of batches bounds
+// what is in flight (backpressure: the reader waits for a free batch), so
+// memory does not grow with the data.
+const (
+	rowsPerBatch    = 512
+	batchesInFlight = 8
+)
+
+// rowBatch is a run of source rows of one table, or (end set) the marker
+// that the table is complete.
+type rowBatch struct {
+	rows, width int
+	cells       []any
+	apply       func([]any) error
+	end         func() error
+}
+
+func (b *rowBatch) run() error {
+	if b.end != nil {
+		return b.end()
+	}
+	w := b.width
+	for i := 0; i < b.rows; i++ {
+		if err := b.apply(b.cells[i*w : (i+1)*w : (i+1)*w]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errTransformerStopped tells the reader to stop: the transformer failed
+// (its error is the one reported).
+var errTransformerStopped = errors.New("transformer stopped")
+
+type overlap struct {
+	work, free chan *rowBatch
+	failed     chan struct{} // closed when the transformer stops on an error
+	done       chan struct{} // closed when the transformer goroutine exits
+	cancel     context.CancelCauseFunc
+	err        error         // the transformer's error; read after done
+	busy       time.Duration // the transformer's working time; read after done
+	wait       time.Duration // the reader's time waiting for a free batch
+	finished   bool
+}
+
+// startOverlap starts the transformer goroutine. The returned context is
+// cancelled when the transformer fails, so the reader's query stops early.
+func startOverlap(ctx context.Context) (*overlap, context.Context) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	o := &overlap{
+		work: make(chan *rowBatch, batchesInFlight), free: make(chan *rowBatch, batchesInFlight),
+		failed: make(chan struct{}), done: make(chan struct{}), cancel: cancel,
+	}
+	for range batchesInFlight {
+		o.free <- &rowBatch{}
+	}
+	go o.loop()
+	return o, rctx
+}
+
+func (o *overlap) loop() {
+	defer close(o.done)
+	for b := range o.work {
+		if o.err == nil {
+			t0 := time.Now()
+			o.err = b.run()
+			o.busy += time.Since(t0)
+			if o.err != nil {
+				close(o.failed)
+				o.cancel(errTransformerStopped)
+			}
+		}
+		clear(b.cells) // drop references to the rows' strings
+		*b = rowBatch{cells: b.cells[:0]}
+		o.free <- b
+	}
+}
+
+// get returns a free batch, waiting while all are in flight.
+func (o *overlap) get() (*rowBatch, error) {
+	select {
+	case b := <-o.free:
+		return b, nil
+	default:
+	}
+	t0 := time.Now()
+	defer func() { o.wait += time.Since(t0) }()
+	select {
+	case b := <-o.free:
+		return b, nil
+	case <-o.failed:
+		return nil, errTransformerStopped
+	}
+}
+
+// send hands a batch to the transformer (never blocks: the work queue
+// holds every batch there is).
+func (o *overlap) send(b *rowBatch) error {
+	select {
+	case o.work <- b:
+		return nil
+	case <-o.failed:
+		return errTransformerStopped
+	}
+}
+
+// finish waits for the transformer to drain the queue and returns its
+// error. It is idempotent.
+func (o *overlap) finish() error {
+	if !o.finished {
+		o.finished = true
+		close(o.work)
+		<-o.done
+		o.cancel(nil)
+	}
+	return o.err
+}
+
+func writeRun(ctx context.Context, stage *load.Staging, runID string, in Installation, opts Options, log *slog.Logger, stages *Stages) (*models.Provenance, transform.Facts, []transform.Disclosure, error) {
 	var facts transform.Facts
 	src, err := extract.Open(ctx, in.Source)
 	if err != nil {
@@ -243,7 +436,8 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 			return nil, err
 		}
 		o := &output{table: table, source: source, file: f}
-		o.b = transform.NewBuilder(opts.Allocator, schema, f)
+		o.b = transform.NewBuilder(opts.Allocator, schema, timedSink{f, &stages.Parquet})
+		o.b.BatchRows = opts.BatchRows
 		outs[table] = o
 		order = append(order, o)
 		return o, nil
@@ -283,52 +477,100 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 	workflows := transform.NewWorkflows(tctx, outs[transform.TableWorkflow].b)
 	steps := transform.NewWorkflowSteps(tctx, outs[transform.TableWorkflowStep].b)
 
+	// The reader (this goroutine) scans every table, then evaluates writer
+	// health while the transformer finishes; see overlap.
+	ov, rctx := startOverlap(ctx)
+	defer ov.finish()
 	read := func(table string, spec models.TableSpec, appendRow func([]any) error) error {
 		t0 := time.Now()
-		var n int64
-		progress := func(row []any) error {
+		wait0 := ov.wait
+		var (
+			n   int64
+			cur *rowBatch
+		)
+		err := snap.Scan(rctx, spec, func(row []any) error {
+			if cur == nil {
+				b, err := ov.get()
+				if err != nil {
+					return err
+				}
+				cur, b.apply, b.width = b, appendRow, len(row)
+			}
+			cur.cells = append(cur.cells, row...)
+			cur.rows++
 			n++
 			if opts.Progress != nil && n%ProgressEvery == 0 {
 				opts.Progress(in.Name, table, n)
 			}
-			return appendRow(row)
+			if cur.rows == rowsPerBatch {
+				b := cur
+				cur = nil
+				return ov.send(b)
+			}
+			return nil
+		})
+		if err == nil && cur != nil {
+			err = ov.send(cur)
 		}
-		if err := snap.Scan(ctx, spec, progress); err != nil {
+		if err != nil {
 			return err
 		}
 		if opts.Progress != nil {
 			opts.Progress(in.Name, table, n)
 		}
-		if err := outs[table].b.Flush(); err != nil {
+		end, err := ov.get()
+		if err != nil {
 			return err
 		}
-		log.Info("table read", "table", spec.Name, "rows", outs[table].b.Rows(), "elapsed", time.Since(t0).Round(time.Millisecond).String())
-		return nil
-	}
-	if featurePresent {
-		if err := read(transform.TableFact, transform.SubagentSpec(), subagents.Append); err != nil {
-			return fail(err)
+		end.end = func() error {
+			if err := outs[table].b.Flush(); err != nil {
+				return err
+			}
+			log.Info("table read", "table", spec.Name, "rows", outs[table].b.Rows(), "elapsed", time.Since(t0).Round(time.Millisecond).String())
+			return nil
 		}
+		stages.Extract += time.Since(t0) - (ov.wait - wait0)
+		return ov.send(end)
 	}
-	for _, r := range []struct {
-		table string
-		spec  models.TableSpec
-		fn    func([]any) error
-	}{
-		{transform.TableSession, transform.SessionSpec(featurePresent), sessions.Append},
-		{transform.TableTurn, transform.TurnSpec(featurePresent), turns.Append},
-		{transform.TableTask, transform.TaskSpec(), tasks.Append},
-		{transform.TableWorkflow, transform.WorkflowSpec(), workflows.Append},
-		{transform.TableWorkflowStep, transform.WorkflowStepSpec(), steps.Append},
-	} {
-		if err := read(r.table, r.spec, r.fn); err != nil {
-			return fail(err)
+	var health models.Health
+	readAll := func() error {
+		if featurePresent {
+			if err := read(transform.TableFact, transform.SubagentSpec(), subagents.Append); err != nil {
+				return err
+			}
 		}
+		for _, r := range []struct {
+			table string
+			spec  models.TableSpec
+			fn    func([]any) error
+		}{
+			{transform.TableSession, transform.SessionSpec(featurePresent), sessions.Append},
+			{transform.TableTurn, transform.TurnSpec(featurePresent), turns.Append},
+			{transform.TableTask, transform.TaskSpec(), tasks.Append},
+			{transform.TableWorkflow, transform.WorkflowSpec(), workflows.Append},
+			{transform.TableWorkflowStep, transform.WorkflowStepSpec(), steps.Append},
+		} {
+			if err := read(r.table, r.spec, r.fn); err != nil {
+				return err
+			}
+		}
+		t0 := time.Now()
+		var err error
+		health, err = evaluateHealth(rctx, snap, state)
+		stages.Health = time.Since(t0)
+		return err
 	}
-
-	health, err := evaluateHealth(ctx, snap, state)
-	if err != nil {
+	readErr := readAll()
+	// The transformer's error comes first: it concerns rows read before
+	// whatever stopped the reader.
+	if err := ov.finish(); err != nil {
 		return fail(err)
+	}
+	// Until now only the transformer wrote Parquet row groups.
+	stages.Transform = ov.busy - stages.Parquet
+	stages.ReaderWait = ov.wait
+	if readErr != nil {
+		return fail(readErr)
 	}
 	log.Info("writer health", "status", health.Status, "shortfall", health.Counts.Shortfall, "excess", health.Counts.Excess)
 	if err := transform.WriteHealth(tctx, outs[transform.TableWriterHealth].b, snap.At(), health); err != nil {
@@ -399,6 +641,7 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		return fail(err)
 	}
 	meta2 := map[string]string{load.ProvenanceKey: string(doc)}
+	t0 := time.Now()
 	for i, o := range order {
 		err := o.file.Close(meta2)
 		o.file = nil
@@ -407,6 +650,7 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 			return nil, facts, nil, err
 		}
 	}
+	stages.Parquet += time.Since(t0)
 	return prov, facts, disclosures, nil
 }
 

@@ -52,7 +52,7 @@ Then query:   kandev-extract query "SELECT * FROM disclosures"`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: usageErr(c, err)}
 	})
-	root.AddCommand(newRunCmd(g), newScheduleCmd(g), newStatusCmd(g), newHealthCmd(g), newQueryCmd(g), newVersionCmd(g), newReportCmd(g))
+	root.AddCommand(newRunCmd(g), newScheduleCmd(g), newStatusCmd(g), newHealthCmd(g), newQueryCmd(g), newReportCmd(g), newGenStoreCmd(g), newVersionCmd(g))
 	return root
 }
 
