@@ -87,27 +87,36 @@ func init() {
 	})
 }
 
+// sqliteHealth reads messages once: the scan CTE keeps only the rows the
+// result needs — metadata that is not JSON (the malformed count) and
+// subagent-task messages — so ordinary messages are validated but never
+// searched. The instr pre-filter is exact: a JSON string value that decodes
+// to subagent_task is either spelled out in the text or written with an
+// escape, which needs a backslash. NULL, empty, "null" and invalid metadata
+// have no kind (as the '{}' substitution had). Both CTEs are read several
+// times and are MATERIALIZED so kx_instant runs once per row.
 const sqliteHealth = `
-WITH msg AS (
-	SELECT m.task_session_id, m.task_id,
-		CASE WHEN m.metadata IS NULL OR m.metadata = '' OR m.metadata = 'null' OR NOT json_valid(m.metadata)
-			THEN '{}' ELSE m.metadata END AS meta
+WITH scan AS MATERIALIZED (
+	SELECT m.task_session_id, m.task_id, json_valid(m.metadata) AS ok,
+		CASE WHEN json_valid(m.metadata) THEN json_extract(m.metadata, '$.tool_call_id') END AS tool_call_id
 	FROM task_session_messages m
-	WHERE kx_instant(m.created_at) >= ?1
-),
-expected AS (
-	SELECT msg.task_session_id, json_extract(msg.meta, '$.tool_call_id') AS tool_call_id
-	FROM msg
-	WHERE json_extract(msg.meta, '$.normalized.kind') = 'subagent_task'
-		AND COALESCE(msg.task_session_id, '') <> '' AND COALESCE(msg.task_id, '') <> ''
-		AND COALESCE(json_extract(msg.meta, '$.tool_call_id'), '') <> ''
-	GROUP BY 1, 2
+	WHERE m.metadata IS NOT NULL AND m.metadata NOT IN ('', 'null')
+		AND kx_instant(m.created_at) >= ?1
+		AND (NOT json_valid(m.metadata)
+			OR ((instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\') > 0)
+				AND json_extract(m.metadata, '$.normalized.kind') = 'subagent_task'))
 ),
 accounted AS (
-	SELECT msg.task_session_id, json_extract(msg.meta, '$.tool_call_id') AS tool_call_id
-	FROM msg WHERE json_extract(msg.meta, '$.normalized.kind') = 'subagent_task'
+	SELECT task_session_id, tool_call_id FROM scan WHERE ok
 ),
-since AS (
+expected AS (
+	SELECT task_session_id, tool_call_id
+	FROM scan
+	WHERE ok AND COALESCE(task_session_id, '') <> '' AND COALESCE(task_id, '') <> ''
+		AND COALESCE(tool_call_id, '') <> ''
+	GROUP BY 1, 2
+),
+since AS MATERIALIZED (
 	SELECT s.task_session_id, s.tool_call_id, kx_instant(s.observed_at) AS observed
 	FROM task_session_subagents s WHERE kx_instant(s.observed_at) >= ?1
 )
@@ -120,8 +129,7 @@ SELECT
 	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
 	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
 	(SELECT MAX(observed) FROM since),
-	(SELECT COUNT(*) FROM task_session_messages m WHERE m.metadata IS NOT NULL AND m.metadata NOT IN ('', 'null')
-		AND NOT json_valid(m.metadata) AND kx_instant(m.created_at) >= ?1)`
+	(SELECT COUNT(*) FROM scan WHERE NOT ok)`
 
 func (s *sqliteSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
 	var (

@@ -260,7 +260,8 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 	if err != nil {
 		return err
 	}
-	return p.stream(ctx, spec.Name, "SELECT "+list+fromClause(spec, have), nil, fn)
+	q := strings.ReplaceAll("SELECT "+list+fromClause(spec, have), models.SQLiteNotIndexed, "")
+	return p.stream(ctx, spec.Name, q, nil, fn)
 }
 
 func (p *pgSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {

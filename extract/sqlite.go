@@ -286,6 +286,7 @@ func (s *sqliteSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn fun
 		return err
 	}
 	q := "SELECT " + list + fromClause(spec, have)
+	q = strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED")
 	return s.stream(ctx, spec.Name, q, nil, fn)
 }
 

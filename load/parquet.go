@@ -21,6 +21,37 @@ const ProvenanceKey = "kandev_extract.provenance"
 // DefaultRowGroupRows caps a row group; one record batch is one row group.
 const DefaultRowGroupRows = 128 * 1024
 
+// ZstdLevel is the zstd level of every column: 1, the fastest encoder
+// (see BenchmarkParquetWriteFact and docs/benchmarks.md).
+const ZstdLevel = 1
+
+// highCardinality are string columns that are (nearly) unique per row:
+// dictionary encoding only costs hashing there, and the dictionary
+// overflows its page and falls back to plain anyway.
+var highCardinality = map[string]bool{
+	"subagent_id": true, "tool_call_id": true, "parent_tool_call_id": true,
+	"agent_execution_id": true, "execution_id": true, "turn_id": true,
+	"child_session_id": true, "agent_id": true, "session_id": true,
+	"row_id": true, "raw_value": true,
+}
+
+// metrics are integer columns with (nearly) unique values.
+var metrics = map[string]bool{"total_tokens": true, "tool_use_count": true, "duration_ms": true}
+
+// dictionaryFor reports whether a column is dictionary encoded: low
+// cardinality strings (statuses, classification enums, installation and
+// run ids, task and session keys that repeat) and small counts are;
+// identifiers, timestamps and metrics are not.
+func dictionaryFor(f arrow.Field) bool {
+	switch {
+	case f.Type.ID() == arrow.TIMESTAMP:
+		return false
+	case highCardinality[f.Name], metrics[f.Name]:
+		return false
+	}
+	return true
+}
+
 // ParquetFile writes one table's rows for one run.
 type ParquetFile struct {
 	Path string
@@ -55,8 +86,9 @@ func (f *syncFile) Close() error {
 	return f.fileSink.Close()
 }
 
-// CreateParquet creates path (and its directory) for rows of schema: zstd,
-// dictionary encoding, TIMESTAMP(MICROS, UTC), the Arrow schema stored.
+// CreateParquet creates path (and its directory) for rows of schema: zstd
+// at ZstdLevel, dictionary encoding where dictionaryFor says so,
+// TIMESTAMP(MICROS, UTC), the Arrow schema stored.
 func CreateParquet(path string, schema *arrow.Schema, createdBy string) (*ParquetFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("parquet %s: %w", path, err)
@@ -65,12 +97,19 @@ func CreateParquet(path string, schema *arrow.Schema, createdBy string) (*Parque
 	if err != nil {
 		return nil, fmt.Errorf("parquet %s: %w", path, err)
 	}
-	props := parquet.NewWriterProperties(
+	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(ZstdLevel),
 		parquet.WithDictionaryDefault(true),
 		parquet.WithMaxRowGroupLength(DefaultRowGroupRows),
 		parquet.WithCreatedBy(createdBy),
-	)
+	}
+	for _, f := range schema.Fields() {
+		if !dictionaryFor(f) {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
+		}
+	}
+	props := parquet.NewWriterProperties(opts...)
 	sf := &syncFile{f}
 	fw, err := pqarrow.NewFileWriter(schema, sf, props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithCoerceTimestamps(arrow.Microsecond)))

@@ -42,6 +42,14 @@ type TableSpec struct {
 	Where string
 }
 
+// SQLiteNotIndexed marks, in a spec's Join, a table reference that SQLite
+// should scan rather than read through an index. It is an SQL comment, so
+// it is inert as written; the SQLite reader renders it as NOT INDEXED and
+// the PostgreSQL reader removes it. (Without ANALYZE statistics SQLite
+// groups task_session_subagents through a non-covering index, one random
+// table lookup per row; a plain scan is faster.)
+const SQLiteNotIndexed = "/*kx:sqlite-not-indexed*/"
+
 // Column reports the index of a column in the spec, or -1.
 func (t TableSpec) Column(name string) int {
 	for i, c := range t.Columns {

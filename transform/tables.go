@@ -430,12 +430,12 @@ func zeroCountColumns() []models.ColumnSpec {
 }
 
 // fanoutJoin aggregates subagent rows by key in one pass, in SQL that both
-// dialects accept.
+// dialects accept (SQLite scans the table: see models.SQLiteNotIndexed).
 func fanoutJoin(key string) string {
 	return ` LEFT JOIN (SELECT ` + key + ` AS k, COUNT(*) AS n,
 		SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) AS n_live,
 		SUM(CASE WHEN source = 'backfill' THEN 1 ELSE 0 END) AS n_backfill
-		FROM task_session_subagents WHERE ` + key + ` IS NOT NULL GROUP BY ` + key + `) a ON a.k = t.id`
+		FROM task_session_subagents ` + models.SQLiteNotIndexed + ` WHERE ` + key + ` IS NOT NULL GROUP BY ` + key + `) a ON a.k = t.id`
 }
 
 // SessionSpec reads task_sessions with their subagent counts.

@@ -128,7 +128,7 @@ func renderScan(spec models.TableSpec, have map[string]bool) string {
 	if spec.Where != "" {
 		q += " WHERE " + renderOptional(spec.Where, have)
 	}
-	return q
+	return strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED")
 }
 
 // healthFloorSQL is the writer-health comparison (extract/health.go) with
