@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/kandev/kandev-extract/internal/testkit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,6 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 	_ "modernc.org/sqlite"
 
-	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
 )
 
@@ -43,6 +43,19 @@ var shared struct {
 	err  error
 	runs []string // run ids, in order
 }
+
+// Shared helpers (internal/testkit).
+var (
+	repoRoot    = testkit.RepoRoot
+	fixture     = testkit.Fixture
+	copyFixture = testkit.CopyFixture
+	sqliteExec  = testkit.SQLiteExec
+	sourceDB    = testkit.SourceDB
+	duck        = testkit.Duck
+	rowsOf      = testkit.RowsOf
+	one         = testkit.One
+	equalSets   = testkit.EqualSets
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -111,105 +124,6 @@ func extract(t *testing.T, source, installation string) string {
 }
 
 // ---- helpers ----------------------------------------------------------------
-
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
-func fixture(t testing.TB, name string) string {
-	return filepath.Join(repoRoot(t), "testdata", "kandev", name)
-}
-
-func duck(t testing.TB, wh string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("duckdb", filepath.Join(wh, load.DatabaseFile)+"?access_mode=read_only")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func sourceDB(t testing.TB, path string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// rowsOf renders a query's rows as sorted "a|b|c" lines.
-func rowsOf(t testing.TB, db *sql.DB, q string, args ...any) []string {
-	t.Helper()
-	rows, err := db.Query(q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []string
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		cells := make([]string, len(vals))
-		for i, v := range vals {
-			switch x := v.(type) {
-			case nil:
-				cells[i] = "NULL"
-			case []byte:
-				cells[i] = string(x)
-			case time.Time:
-				cells[i] = x.UTC().Format(time.RFC3339Nano)
-			default:
-				cells[i] = fmt.Sprint(x)
-			}
-		}
-		out = append(out, strings.Join(cells, "|"))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func one(t testing.TB, db *sql.DB, q string, args ...any) string {
-	t.Helper()
-	r := rowsOf(t, db, q, args...)
-	if len(r) != 1 {
-		t.Fatalf("%s: %d rows, want 1", q, len(r))
-	}
-	return r[0]
-}
-
-func equalSets(t testing.TB, what string, got, want []string) {
-	t.Helper()
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("%s:\n got  %q\n want %q", what, got, want)
-	}
-}
 
 // ---- the data dictionary -----------------------------------------------------
 

@@ -1,12 +1,8 @@
 package load_test
 
 import (
-	"database/sql"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -17,41 +13,6 @@ import (
 // fixtures, against answers derived independently: direct SQL on the
 // source, timestamps parsed here with the standard library, or stores
 // changed with plain SQL to hold a known shape.
-
-func copyFixture(t *testing.T, name string) string {
-	t.Helper()
-	src, err := os.Open(fixture(t, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst := filepath.Join(t.TempDir(), name)
-	f, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(f, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-func sqliteExec(t *testing.T, path string, stmts ...string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
 
 // TestSubagentNesting builds a known forest on a copy of a real store: the
 // fixture's one nested subagent (N, parent P), a grandchild of it, an orphan
