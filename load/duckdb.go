@@ -153,7 +153,7 @@ func createRuns(ctx context.Context, conn *sql.Conn, manifests []models.Manifest
 				version = *p.KandevVersion
 			}
 			snapshot, rejected = p.SnapshotAt, p.RejectedValues
-			if t, ok := p.Tables["fact_subagent_context"]; ok {
+			if t, ok := p.Tables["fact_subagent_context"]; ok && p.TableShape != models.ShapeAbsent {
 				subagents = t.RowsWritten
 			}
 		}

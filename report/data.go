@@ -24,11 +24,14 @@ type Data struct {
 
 // Installation is one installation's current state and series.
 type Installation struct {
-	ID                string
-	RunID             string
-	SnapshotAt        time.Time
-	ActivationState   string
-	CaptureSince      *time.Time
+	ID              string
+	RunID           string
+	SnapshotAt      time.Time
+	ActivationState string
+	CaptureSince    *time.Time
+	// HasSubagentTable is false for a store with no subagent table: its
+	// counts are unknown, not zero.
+	HasSubagentTable  bool
 	Subagents         int64
 	SubagentsLive     int64
 	SubagentsBackfill int64
@@ -127,10 +130,12 @@ func Load(ctx context.Context, dbPath string) (*Data, error) {
 		FROM installations ORDER BY installation_id`, func(r *sql.Rows) error {
 		var id string
 		var cs sql.NullTime
+		var n, live, backfill sql.NullInt64
 		i := &Installation{}
-		if err := r.Scan(&id, &i.RunID, &i.SnapshotAt, &i.ActivationState, &cs, &i.Subagents, &i.SubagentsLive, &i.SubagentsBackfill); err != nil {
+		if err := r.Scan(&id, &i.RunID, &i.SnapshotAt, &i.ActivationState, &cs, &n, &live, &backfill); err != nil {
 			return err
 		}
+		i.HasSubagentTable, i.Subagents, i.SubagentsLive, i.SubagentsBackfill = n.Valid, n.Int64, live.Int64, backfill.Int64
 		i.ID = id
 		if cs.Valid {
 			t := cs.Time

@@ -303,7 +303,7 @@ Every chart is captioned with the disclosures that apply: an <em>unknown</em> is
 <dt>Activation state</dt><dd>{{.ActivationState}}</dd>
 <dt>capture_since</dt><dd>{{tsp .CaptureSince}}</dd>
 <dt>Snapshot</dt><dd>{{ts .SnapshotAt}} (run {{.RunID}})</dd>
-<dt>Subagent rows</dt><dd>{{.Subagents}} ({{.SubagentsLive}} live, {{.SubagentsBackfill}} backfill)</dd>
+<dt>Subagent rows</dt><dd>{{if .HasSubagentTable}}{{.Subagents}} ({{.SubagentsLive}} live, {{.SubagentsBackfill}} backfill){{else}}unknown: the store has no subagent table (not zero){{end}}</dd>
 </dl>
 <details class="disclosures" open>
 <summary>Disclosures for this installation ({{len .Disclosures}})</summary>

@@ -210,7 +210,7 @@ var InstallationSchema = runFields(
 	optStr("backfill_through_raw"), optStamp("backfill_through"), optStr("backfill_through_precision"), str("backfill_through_state"),
 	optStr("execution_since_raw"), optStamp("execution_since"), optStr("execution_since_precision"), str("execution_since_state"),
 	str("subagent_table_shape"), str("activation_state"),
-	integer("subagent_rows"), integer("subagent_rows_live"), integer("subagent_rows_backfill"),
+	optInt("subagent_rows"), optInt("subagent_rows_live"), optInt("subagent_rows_backfill"),
 	integer("session_rows"), integer("turn_rows"), integer("rejected_values"), str("extractor_version"),
 )
 
@@ -240,9 +240,12 @@ func WriteInstallation(ctx *Context, b *Builder, r InstallationRow) error {
 	b.Str(string(st.Shape))
 	b.Str(string(st.Activation))
 	sa := r.Facts.Subagent
-	b.Int(sa.Rows, true)
-	b.Int(sa.Live, true)
-	b.Int(sa.Backfill, true)
+	// No table means no count at all: NULL, never a zero that reads as
+	// "no subagents".
+	hasTable := st.Shape != models.ShapeAbsent
+	b.Int(sa.Rows, hasTable)
+	b.Int(sa.Live, hasTable)
+	b.Int(sa.Backfill, hasTable)
 	b.Int(r.Facts.Sessions.Rows, true)
 	b.Int(r.Facts.Turns.Rows, true)
 	b.Int(r.Facts.Rejected, true)
