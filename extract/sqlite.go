@@ -276,18 +276,31 @@ func (s *sqliteSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn fun
 	if err != nil {
 		return err
 	}
+	q, err := sqliteScanSQL(s.src.Path, spec, cols)
+	if err != nil {
+		return err
+	}
+	return s.stream(ctx, spec.Name, q, nil, fn)
+}
+
+// SQLiteScanSQL is the statement the SQLite reader runs for spec on a table
+// with the given columns; the benchmark floor runs exactly this SQL.
+func SQLiteScanSQL(spec models.TableSpec, cols []string) (string, error) {
+	return sqliteScanSQL("", spec, cols)
+}
+
+func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string, error) {
 	have := columnSet(cols)
-	list, err := selectList(s.src.Path, spec, have, func(c string) string {
+	list, err := selectList(source, spec, have, func(c string) string {
 		// Read the stored text itself: the driver would otherwise turn
 		// TIMESTAMP-declared columns into time.Time and lose the form.
 		return "CAST(" + c + " AS TEXT)"
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	q := "SELECT " + list + fromClause(spec, have)
-	q = strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED")
-	return s.stream(ctx, spec.Name, q, nil, fn)
+	return strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED"), nil
 }
 
 func (s *sqliteSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {

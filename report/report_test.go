@@ -16,28 +16,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
 	"github.com/kandev/kandev-extract/report"
 )
 
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
+var repoRoot = testkit.RepoRoot
 
 // warehouse builds a warehouse with three installations: "up" (live and
 // backfill rows) extracted twice so writer health has a history, "fresh"

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // read the store's columns and keys
 
+	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/transform"
 )
@@ -36,19 +36,19 @@ func floorScript(ctx context.Context, store string) ([]floorQuery, error) {
 		return nil, err
 	}
 	defer db.Close()
-	columns := func(table string) (map[string]bool, error) {
+	columns := func(table string) ([]string, error) {
 		rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
 		if err != nil {
 			return nil, err
 		}
 		defer rows.Close()
-		have := map[string]bool{}
+		var have []string
 		for rows.Next() {
 			var c string
 			if err := rows.Scan(&c); err != nil {
 				return nil, err
 			}
-			have[c] = true
+			have = append(have, c)
 		}
 		return have, rows.Err()
 	}
@@ -65,7 +65,11 @@ func floorScript(ctx context.Context, store string) ([]floorQuery, error) {
 		if len(have) == 0 {
 			return nil, fmt.Errorf("floor: the store has no table %s", spec.Name)
 		}
-		out = append(out, floorQuery{Name: spec.Name, SQL: renderScan(spec, have)})
+		q, err := extract.SQLiteScanSQL(spec, have)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, floorQuery{Name: spec.Name, SQL: q})
 	}
 	var since sql.NullString
 	if err := db.QueryRowContext(ctx, `SELECT value FROM kandev_meta WHERE key = ?`, models.KeyCaptureSince).Scan(&since); err != nil && err != sql.ErrNoRows {
@@ -81,54 +85,6 @@ func floorScript(ctx context.Context, store string) ([]floorQuery, error) {
 		out = append(out, floorQuery{Name: "writer health", SQL: strings.ReplaceAll(healthFloorSQL, "?1", lit)})
 	}
 	return out, nil
-}
-
-// optional matches a {{column}} / {{alias.column}} placeholder of a spec.
-var optional = regexp.MustCompile(`\{\{(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\}\}`)
-
-func renderOptional(s string, have map[string]bool) string {
-	return optional.ReplaceAllStringFunc(s, func(m string) string {
-		sub := optional.FindStringSubmatch(m)
-		switch {
-		case !have[sub[2]]:
-			return "''"
-		case sub[1] != "":
-			return sub[1] + `."` + sub[2] + `"`
-		}
-		return `"` + sub[2] + `"`
-	})
-}
-
-// renderScan renders spec as the extractor's SQLite reader does: stored
-// columns (timestamps CAST to text), expressions, the aggregate joins.
-func renderScan(spec models.TableSpec, have map[string]bool) string {
-	parts := make([]string, 0, len(spec.Columns))
-	for _, c := range spec.Columns {
-		switch {
-		case c.Expr != "":
-			parts = append(parts, renderOptional(c.Expr, have))
-		case have[c.Name]:
-			col := `"` + c.Name + `"`
-			if spec.Alias != "" {
-				col = spec.Alias + "." + col
-			}
-			if c.Kind == models.KindStamp {
-				col = "CAST(" + col + " AS TEXT)"
-			}
-			parts = append(parts, col)
-		default:
-			parts = append(parts, "NULL")
-		}
-	}
-	q := "SELECT " + strings.Join(parts, ", ") + ` FROM "` + spec.Name + `"`
-	if spec.Alias != "" {
-		q += " AS " + spec.Alias
-	}
-	q += renderOptional(spec.Join, have)
-	if spec.Where != "" {
-		q += " WHERE " + renderOptional(spec.Where, have)
-	}
-	return strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED")
 }
 
 // healthFloorSQL is the writer-health comparison (extract/health.go) with
