@@ -3,14 +3,29 @@
 package load
 
 import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -18,7 +33,8 @@ import (
 // provenance document (JSON).
 const ProvenanceKey = "kandev_extract.provenance"
 
-// DefaultRowGroupRows caps a row group; one record batch is one row group.
+// DefaultRowGroupRows caps a row group; one record batch is one row group
+// (a larger batch is split).
 const DefaultRowGroupRows = 128 * 1024
 
 // ZstdLevel is the zstd level of every column: 1, the fastest encoder
@@ -34,6 +50,12 @@ var highCardinality = map[string]bool{
 	"child_session_id": true, "agent_id": true, "session_id": true,
 	"row_id": true, "raw_value": true,
 }
+
+// statisticsFor reports whether a column chunk carries min/max statistics:
+// every column but the (nearly) unique identifiers, whose min and max prune
+// nothing and whose byte-wise comparisons cost a quarter of the writer's
+// time (docs/benchmarks.md).
+func statisticsFor(f arrow.Field) bool { return !highCardinality[f.Name] }
 
 // metrics are integer columns with (nearly) unique values.
 var metrics = map[string]bool{"total_tokens": true, "tool_use_count": true, "duration_ms": true}
@@ -53,12 +75,27 @@ func dictionaryFor(f arrow.Field) bool {
 }
 
 // ParquetFile writes one table's rows for one run.
+//
+// Each record batch becomes one row group whose columns are encoded and
+// compressed by Workers goroutines at once (Parquet column chunks are
+// independent); the row group is then written to the file in column order.
+// This is arrow-go's low-level writer fed through pqarrow.WriteArrowToColumn,
+// which is what pqarrow.FileWriter does one column at a time.
 type ParquetFile struct {
 	Path string
-	file *syncFile
-	fw   *pqarrow.FileWriter
 	Rows int64
+
+	file     *syncFile
+	w        *file.Writer
+	fields   []arrow.Field
+	workers  []*columnWorker
+	order    []int
+	rowGroup int64
 }
+
+// DefaultWriterWorkers is how many columns of a row group are encoded at
+// once: one per CPU the Go runtime may use.
+func DefaultWriterWorkers() int { return runtime.GOMAXPROCS(0) }
 
 // fileSink is what a Parquet file is written to: an *os.File.
 type fileSink interface {
@@ -74,70 +111,369 @@ var createFile = func(path string) (fileSink, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
-// syncFile makes the writer's Close flush the file to disk first, so that a
-// rename after Close publishes durable bytes.
-type syncFile struct{ fileSink }
-
-func (f *syncFile) Close() error {
-	if err := f.fileSink.Sync(); err != nil {
-		f.fileSink.Close()
-		return err
-	}
-	return f.fileSink.Close()
+// syncFile buffers the writer's many small writes (a row group is written
+// column chunk by column chunk, each with its header and metadata) and
+// makes Close flush the file to disk, so that a rename after Close
+// publishes durable bytes.
+type syncFile struct {
+	*bufio.Writer
+	f fileSink
 }
 
-// CreateParquet creates path (and its directory) for rows of schema: zstd
-// at ZstdLevel, dictionary encoding where dictionaryFor says so,
-// TIMESTAMP(MICROS, UTC), the Arrow schema stored.
-func CreateParquet(path string, schema *arrow.Schema, createdBy string) (*ParquetFile, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("parquet %s: %w", path, err)
+func newSyncFile(f fileSink) *syncFile { return &syncFile{bufio.NewWriterSize(f, 256<<10), f} }
+
+func (f *syncFile) Close() error {
+	if err := f.Flush(); err != nil {
+		f.f.Close()
+		return err
 	}
-	f, err := createFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("parquet %s: %w", path, err)
+	if err := f.f.Sync(); err != nil {
+		f.f.Close()
+		return err
 	}
+	return f.f.Close()
+}
+
+// writerOptions are the writer's knobs. Production uses
+// defaultWriterOptions; tests shrink pages and dictionaries to reach the
+// writer's edge cases with few rows.
+type writerOptions struct {
+	workers int
+	// pageSize and dictionaryPageLimit in bytes; 0 is arrow-go's default
+	// (1 MiB each).
+	pageSize, dictionaryPageLimit int64
+	// uncompressed writes without zstd (BenchmarkZstdFloor's input).
+	uncompressed bool
+	// mem is what the writer allocates its pages and encoders from; nil
+	// is Go's allocator (a test passes a checked one).
+	mem memory.Allocator
+}
+
+func defaultWriterOptions() writerOptions { return writerOptions{workers: DefaultWriterWorkers()} }
+
+// writerProperties are the Parquet settings of every file: zstd at
+// ZstdLevel, dictionary encoding where dictionaryFor says so, statistics
+// where statisticsFor says so.
+func writerProperties(schema *arrow.Schema, createdBy string, o writerOptions) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(ZstdLevel),
 		parquet.WithDictionaryDefault(true),
-		parquet.WithMaxRowGroupLength(DefaultRowGroupRows),
+		parquet.WithStats(true),
 		parquet.WithCreatedBy(createdBy),
+	}
+	if o.uncompressed {
+		opts = append(opts, parquet.WithCompression(compress.Codecs.Uncompressed))
+	}
+	if o.mem != nil {
+		opts = append(opts, parquet.WithAllocator(o.mem))
+	}
+	if o.pageSize > 0 {
+		opts = append(opts, parquet.WithDataPageSize(o.pageSize))
+	}
+	if o.dictionaryPageLimit > 0 {
+		opts = append(opts, parquet.WithDictionaryPageSizeLimit(o.dictionaryPageLimit))
 	}
 	for _, f := range schema.Fields() {
 		if !dictionaryFor(f) {
 			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
 		}
+		if !statisticsFor(f) {
+			opts = append(opts, parquet.WithStatsFor(f.Name, false))
+		}
 	}
-	props := parquet.NewWriterProperties(opts...)
-	sf := &syncFile{f}
-	fw, err := pqarrow.NewFileWriter(schema, sf, props,
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithCoerceTimestamps(arrow.Microsecond)))
+	return parquet.NewWriterProperties(opts...)
+}
+
+// CreateParquet creates path (and its directory) for rows of schema:
+// writerProperties, TIMESTAMP(MICROS, UTC), the Arrow schema stored under
+// ARROW:schema as pqarrow stores it, DefaultWriterWorkers.
+func CreateParquet(path string, schema *arrow.Schema, createdBy string) (*ParquetFile, error) {
+	return createParquet(path, schema, createdBy, defaultWriterOptions())
+}
+
+func createParquet(path string, schema *arrow.Schema, createdBy string, o writerOptions) (*ParquetFile, error) {
+	fail := func(err error) error { return fmt.Errorf("parquet %s: %w", path, err) }
+	props := writerProperties(schema, createdBy, o)
+	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithCoerceTimestamps(arrow.Microsecond))
+	pqSchema, err := pqarrow.ToParquet(schema, props, arrowProps)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fail(err)
+	}
+	f, err := createFile(path)
+	if err != nil {
+		return nil, fail(err)
+	}
+	meta := metadata.KeyValueMetadata{}
+	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(schema, memory.DefaultAllocator)))
+	sf := newSyncFile(f)
+	w, err := file.NewParquetWriterWithError(sf, pqSchema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
 	if err != nil {
 		f.Close()
 		os.Remove(path)
-		return nil, fmt.Errorf("parquet %s: %w", path, err)
+		return nil, fail(err)
 	}
-	return &ParquetFile{Path: path, file: sf, fw: fw}, nil
+	p := &ParquetFile{Path: path, file: sf, w: w, fields: schema.Fields()}
+	for range min(max(o.workers, 1), len(p.fields)) {
+		p.workers = append(p.workers, &columnWorker{
+			ctx:  pqarrow.NewArrowWriteContext(context.Background(), &arrowProps),
+			dict: stringDictionary{mem: props.Allocator()},
+		})
+	}
+	return p, nil
 }
 
-// Write writes one record batch as a row group.
+// Write writes one record batch as a row group (as several if it holds
+// more than DefaultRowGroupRows rows).
 func (p *ParquetFile) Write(rec arrow.RecordBatch) error {
-	if err := p.fw.Write(rec); err != nil {
+	n := rec.NumRows()
+	if n <= DefaultRowGroupRows {
+		return p.writeRowGroup(rec)
+	}
+	for off := int64(0); off < n; off += DefaultRowGroupRows {
+		part := rec.NewSlice(off, min(off+DefaultRowGroupRows, n))
+		err := p.writeRowGroup(part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *ParquetFile) writeRowGroup(rec arrow.RecordBatch) error {
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	rg, err := p.w.AppendBufferedRowGroupChecked()
+	if err != nil {
+		return fmt.Errorf("parquet %s: %w", p.Path, err)
+	}
+	// Largest columns first, so the last column a worker picks is a small
+	// one and the workers finish together.
+	p.order = p.order[:0]
+	for i := range p.fields {
+		p.order = append(p.order, i)
+	}
+	slices.SortStableFunc(p.order, func(a, b int) int {
+		return cmp.Compare(arrayBytes(rec.Column(b)), arrayBytes(rec.Column(a)))
+	})
+	var (
+		next atomic.Int64
+		errs = make([]error, len(p.workers))
+		wg   sync.WaitGroup
+	)
+	work := func(k int) {
+		for {
+			j := int(next.Add(1) - 1)
+			if j >= len(p.order) {
+				return
+			}
+			i := p.order[j]
+			if err := p.workers[k].write(rg, i, rec.Column(i), p.fields[i]); err != nil {
+				errs[k] = fmt.Errorf("column %s: %w", p.fields[i].Name, err)
+				next.Store(int64(len(p.order)))
+				return
+			}
+		}
+	}
+	for k := 1; k < len(p.workers); k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(k)
+		}()
+	}
+	work(0)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("parquet %s: %w", p.Path, err)
+	}
+	// Close writes the buffered, already compressed column chunks in order.
+	if err := rg.Close(); err != nil {
 		return fmt.Errorf("parquet %s: %w", p.Path, err)
 	}
 	p.Rows += rec.NumRows()
+	p.rowGroup++
 	return nil
+}
+
+// arrayBytes is the size of an array's buffers.
+func arrayBytes(a arrow.Array) int {
+	n := 0
+	for _, b := range a.Data().Buffers() {
+		if b != nil {
+			n += b.Len()
+		}
+	}
+	return n
+}
+
+// columnWorker encodes column chunks on one goroutine. Its write context
+// holds pqarrow's reused buffers, which must not be shared.
+type columnWorker struct {
+	ctx  context.Context
+	defs []int16
+	dict stringDictionary
+}
+
+// pageFlusher is the column writers' FlushCurrentPage, which
+// file.ColumnChunkWriter does not declare but every one of them has.
+type pageFlusher interface{ FlushCurrentPage() error }
+
+func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Array, f arrow.Field) error {
+	cw, err := rg.Column(i)
+	if err != nil {
+		return err
+	}
+	nullable := f.Nullable
+	if s, ok := arr.(*array.String); ok && dictionaryFor(f) {
+		arr = w.dict.encode(s)
+		defer arr.Release()
+	}
+	var defs []int16
+	if nullable {
+		defs = w.definitionLevels(arr)
+	}
+	if err := pqarrow.WriteArrowToColumn(w.ctx, cw, arr, defs, nil, nullable); err != nil {
+		return err
+	}
+	// Encode and compress the last page here, in parallel, rather than in
+	// the row group's serial Close.
+	if f, ok := cw.(pageFlusher); ok && holdsValues(cw) {
+		return f.FlushCurrentPage()
+	}
+	return nil
+}
+
+// rawSizer is a dictionary encoder's count of the bytes it took since its
+// last page.
+type rawSizer interface{ ObservedRawSize() int64 }
+
+// holdsValues reports whether a column writer has values not yet in a page.
+// One with none (its page was just flushed because it reached the page
+// size, or the dictionary fell back to plain) must not be flushed: arrow-go
+// would emit an empty page, or panic on a nullable column. A page holding
+// only nulls is left to the row group's Close, which flushes it.
+func holdsValues(cw file.ColumnChunkWriter) bool {
+	enc := cw.CurrentEncoder()
+	if d, ok := enc.(rawSizer); ok {
+		return d.ObservedRawSize() > 0
+	}
+	return enc.EstimatedDataEncodedSize() > 0
+}
+
+// definitionLevels are a flat nullable column's Parquet definition levels:
+// 1 for a value, 0 for a null.
+func (w *columnWorker) definitionLevels(arr arrow.Array) []int16 {
+	n := arr.Len()
+	if cap(w.defs) < n {
+		w.defs = make([]int16, n)
+	}
+	defs := w.defs[:n]
+	if arr.NullN() == 0 {
+		for j := range defs {
+			defs[j] = 1
+		}
+		return defs
+	}
+	for j := range defs {
+		if arr.IsValid(j) {
+			defs[j] = 1
+		} else {
+			defs[j] = 0
+		}
+	}
+	return defs
+}
+
+// stringDictionary turns a low-cardinality string column into an Arrow
+// dictionary array, which pqarrow writes as the dictionary plus indices.
+// Given the plain strings, arrow-go hashes each value through a memo table
+// that boxes it into an interface: an allocation per value, the largest
+// cost of writing the fact table before this (docs/benchmarks.md).
+type stringDictionary struct {
+	mem     memory.Allocator
+	index   map[string]int32
+	values  []string
+	indices []int32
+}
+
+var stringDictionaryType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+
+func (d *stringDictionary) encode(col *array.String) arrow.Array {
+	if d.index == nil {
+		d.index = map[string]int32{}
+	}
+	n := col.Len()
+	if cap(d.indices) < n {
+		d.indices = make([]int32, n)
+	}
+	idx := d.indices[:n]
+	last, lastIdx := "", int32(-1)
+	for j := range idx {
+		if col.IsNull(j) {
+			idx[j] = 0
+			continue
+		}
+		v := col.Value(j)
+		if lastIdx >= 0 && v == last {
+			idx[j] = lastIdx
+			continue
+		}
+		k, ok := d.index[v]
+		if !ok {
+			k = int32(len(d.values))
+			d.index[v] = k
+			d.values = append(d.values, v)
+		}
+		idx[j], last, lastIdx = k, v, k
+	}
+	vb := array.NewStringBuilder(d.mem)
+	vb.AppendValues(d.values, nil)
+	values := vb.NewStringArray()
+	vb.Release()
+	// The map and values point into col's buffer: drop them now.
+	clear(d.index)
+	clear(d.values)
+	d.values = d.values[:0]
+
+	var validity *memory.Buffer
+	if col.NullN() > 0 {
+		validity = memory.NewResizableBuffer(d.mem)
+		validity.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits := validity.Bytes()
+		for j := range n {
+			bitutil.SetBitTo(bits, j, col.IsValid(j))
+		}
+		defer validity.Release()
+	}
+	data := array.NewData(arrow.PrimitiveTypes.Int32, n,
+		[]*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx))}, nil, col.NullN(), 0)
+	indices := array.MakeFromData(data)
+	data.Release()
+	dict := array.NewDictionaryArray(stringDictionaryType, indices, values)
+	indices.Release()
+	values.Release()
+	return dict
 }
 
 // Close stamps the key-value metadata and closes the file durably.
 func (p *ParquetFile) Close(meta map[string]string) error {
-	for k, v := range meta {
-		if err := p.fw.AppendKeyValueMetadata(k, v); err != nil {
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := p.w.AppendKeyValueMetadata(k, meta[k]); err != nil {
 			return fmt.Errorf("parquet %s: metadata: %w", p.Path, err)
 		}
 	}
-	if err := p.fw.Close(); err != nil {
+	if err := p.w.Close(); err != nil {
 		return fmt.Errorf("parquet %s: close: %w", p.Path, err)
 	}
 	return nil
@@ -145,6 +481,6 @@ func (p *ParquetFile) Close(meta map[string]string) error {
 
 // Abort closes the file without caring for its content (it is discarded).
 func (p *ParquetFile) Abort() {
-	p.fw.Close()
+	p.w.Close()
 	os.Remove(p.Path)
 }
