@@ -34,6 +34,7 @@ type config struct {
 	bin      string
 	sqlite3  string
 	floor    bool
+	parquet  int
 	keep     bool
 	genOnly  bool
 	repoRoot string
@@ -51,6 +52,7 @@ func main() {
 	flag.StringVar(&c.bin, "bin", "", "kandev-extract binary to time (default: build ./cmd/kandev-extract into -dir)")
 	flag.StringVar(&c.sqlite3, "sqlite3", "sqlite3", "the sqlite3 CLI that times the floor")
 	flag.BoolVar(&c.floor, "floor", true, "time the sqlite3 floor")
+	flag.IntVar(&c.parquet, "parquet", 3, "runs of the Parquet writer's Go benchmarks (go test -bench ./load), reporting medians; 0 = skip")
 	flag.BoolVar(&c.keep, "keep", false, "keep each size's last warehouse under -dir")
 	flag.BoolVar(&c.genOnly, "gen-only", false, "only generate (or check) the cached stores")
 	flag.Usage = func() {
@@ -127,13 +129,21 @@ func run(ctx context.Context, c config) error {
 		fmt.Println()
 		fmt.Print(r.text())
 	}
+	var pq []goBench
+	if c.parquet > 0 {
+		if pq, err = runParquetBench(ctx, root, c.parquet); err != nil {
+			return err
+		}
+		fmt.Println()
+		fmt.Print(parquetText(pq))
+	}
 	mach.loadAfter = loadAverage()
 	total := time.Since(began)
 	fmt.Println()
-	fmt.Print(targetsText(results))
+	fmt.Print(targetsText(results, pq))
 	fmt.Printf("\nbench finished in %s (load average before %s, after %s)\n", total.Round(time.Second), mach.loadBefore, mach.loadAfter)
 	if c.out != "" {
-		if err := writeMarkdown(c.out, mach, results, total); err != nil {
+		if err := writeMarkdown(c.out, mach, results, pq, total); err != nil {
 			return err
 		}
 		logf("wrote %s", c.out)

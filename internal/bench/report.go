@@ -193,7 +193,7 @@ func (r sizeResult) text() string {
 }
 
 // targets evaluates the issue's targets on what was measured.
-func targets(results []sizeResult) [][3]string {
+func targets(results []sizeResult, pq []goBench) [][3]string {
 	var out [][3]string
 	byName := map[string]summary{}
 	for _, r := range results {
@@ -214,11 +214,15 @@ func targets(results []sizeResult) [][3]string {
 			out = append(out, [3]string{"peak RSS large ≤ 1.25 × medium", fmt.Sprintf("%s / %s = %s", mib(l.RSS), mib(m.RSS), ratio(l.RSS, m.RSS)), mark(l.RSS <= 1.25*m.RSS)})
 		}
 	}
+	if b, ok := parquetWriterFigure(pq); ok {
+		out = append(out, [3]string{"Parquet writing of fact_subagent_context ≥ 2,000,000 rows/s (`" + strings.TrimPrefix(b.Name, "Benchmark") + "`)",
+			count(int64(b.RowsPerSec)) + " rows/s", mark(b.RowsPerSec >= parquetTarget)})
+	}
 	return out
 }
 
-func targetsText(results []sizeResult) string {
-	t := targets(results)
+func targetsText(results []sizeResult, pq []goBench) string {
+	t := targets(results, pq)
 	if len(t) == 0 {
 		return "targets: measured on the large store only (-sizes large,medium)\n"
 	}
@@ -251,7 +255,7 @@ const (
 	endMarker   = "<!-- bench:end -->"
 )
 
-func writeMarkdown(path string, m machine, results []sizeResult, took time.Duration) error {
+func writeMarkdown(path string, m machine, results []sizeResult, pq []goBench, took time.Duration) error {
 	var g strings.Builder
 	g.WriteString(beginMarker + "\n\n")
 	fmt.Fprintf(&g, "Measured %s by `make bench` (`%s`), %s in all.\n\n",
@@ -266,7 +270,10 @@ func writeMarkdown(path string, m machine, results []sizeResult, took time.Durat
 		}
 		g.WriteString("\n")
 	}
-	if t := targets(results); len(t) > 0 {
+	if len(pq) > 0 {
+		g.WriteString(parquetMarkdown(pq))
+	}
+	if t := targets(results, pq); len(t) > 0 {
 		g.WriteString("### Targets\n\n| target | measured | |\n|---|---|---|\n")
 		for _, x := range t {
 			fmt.Fprintf(&g, "| %s | %s | %s |\n", x[0], x[1], x[2])
