@@ -246,3 +246,40 @@ func TestParquetWriterReleasesWriterMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestParquetWriterEdgeBatches: a file with no rows, a batch whose
+// dictionary column is entirely null, and a one-row batch all read back.
+func TestParquetWriterEdgeBatches(t *testing.T) {
+	db := duckMemory(t)
+	empty := filepath.Join(t.TempDir(), "empty.parquet")
+	writeRoundTrip(t, empty, defaultWriterOptions(), nil)
+	if got := testkit.One(t, db, `SELECT count(*) FROM read_parquet(?)`, empty); got != "0" {
+		t.Errorf("empty file: %s rows", got)
+	}
+
+	rb := array.NewRecordBuilder(memory.NewGoAllocator(), roundTripSchema)
+	defer rb.Release()
+	for i := range 3 {
+		rb.Field(0).(*array.Int64Builder).Append(int64(i))
+		rb.Field(1).(*array.StringBuilder).Append(fmt.Sprint("id-", i))
+		rb.Field(2).(*array.StringBuilder).Append("live")
+		rb.Field(3).(*array.StringBuilder).AppendNull()
+		rb.Field(4).(*array.Int64Builder).AppendNull()
+		rb.Field(5).(*array.BooleanBuilder).AppendNull()
+		rb.Field(6).(*array.TimestampBuilder).Append(0)
+		rb.Field(7).(*array.TimestampBuilder).AppendNull()
+	}
+	nulls := rb.NewRecordBatch()
+	defer nulls.Release()
+	one := nulls.NewSlice(2, 3)
+	defer one.Release()
+	path := filepath.Join(t.TempDir(), "nulls.parquet")
+	writeRoundTrip(t, path, defaultWriterOptions(), []arrow.RecordBatch{nulls, one})
+	got := testkit.RowsOf(t, db, `SELECT seq, subagent_id, source, model, total_tokens, is_async, epoch(observed_at), settled_at FROM read_parquet(?)`, path)
+	testkit.EqualSets(t, "all-null columns", got, []string{
+		"0|id-0|live|NULL|NULL|NULL|0|NULL",
+		"1|id-1|live|NULL|NULL|NULL|0|NULL",
+		"2|id-2|live|NULL|NULL|NULL|0|NULL",
+		"2|id-2|live|NULL|NULL|NULL|0|NULL",
+	})
+}
