@@ -666,15 +666,24 @@ func TestBackfillKeyUnparseable(t *testing.T) {
 }
 
 // TestNonUTF8KeyAndVersion: kandev_meta values that are not UTF-8 reach the
-// warehouse repaired (the raw key stays visible, escaped, in the
-// disclosure) and every file stays readable.
+// warehouse repaired, each with a rejects row showing the bytes escaped (the
+// raw key also stays visible, escaped, in its disclosure); a key the
+// warehouse does not keep is not reported; every file stays readable.
 func TestNonUTF8KeyAndVersion(t *testing.T) {
 	path := copyFixture(t, "fresh-activated.db")
 	sqliteExec(t, path,
 		`UPDATE kandev_meta SET value = CAST(X'323032362D30382D3033FF' AS TEXT) WHERE key = 'subagent_context_capture_since'`,
-		`UPDATE kandev_meta SET value = CAST(X'6465769C' AS TEXT) WHERE key = 'kandev_version'`)
+		`UPDATE kandev_meta SET value = CAST(X'6465769C' AS TEXT) WHERE key = 'kandev_version'`,
+		`INSERT INTO kandev_meta (key, value) VALUES ('unrelated_setting', CAST(X'FF' AS TEXT))`)
 	wh, _ := extractTo(t, path, "bad-bytes")
 	db := duck(t, wh)
+	equalSets(t, "rejects", rowsOf(t, db, `SELECT table_name, row_id, column_name, raw_value, action, reason LIKE 'text is not valid UTF-8%' FROM rejects`), []string{
+		`kandev_meta|kandev_version|value|dev\x9c|replaced_value|true`,
+		`kandev_meta|subagent_context_capture_since|value|2026-08-03\xff|replaced_value|true`,
+	})
+	if got := one(t, db, `SELECT rejected_values FROM installations`); got != "2" {
+		t.Errorf("installations.rejected_values = %s, want 2", got)
+	}
 	if got := one(t, db, `SELECT capture_since_state || '|' || capture_since_raw || '|' || kandev_version FROM installations`); got != "unparseable|2026-08-03\uFFFD|dev\uFFFD" {
 		t.Errorf("installation = %q", got)
 	}

@@ -470,6 +470,9 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 
 	tctx := &transform.Context{Installation: in.Name, Run: runID, Class: transform.Classifier{State: state}}
 	rejects := transform.NewRejects(tctx, outs[transform.TableRejects].b)
+	if err := rejects.MetaText(meta); err != nil {
+		return fail(err)
+	}
 	subagents := transform.NewSubagents(tctx, outs[transform.TableFact].b)
 	sessions := transform.NewSessions(tctx, outs[transform.TableSession].b)
 	turns := transform.NewTurns(tctx, outs[transform.TableTurn].b)

@@ -103,6 +103,29 @@ func (r *Rejects) Add(table, rowID, column string, raw any, reason, action strin
 	return r.b.EndRow()
 }
 
+const reasonNotUTF8 = "text is not valid UTF-8: each invalid byte sequence was replaced with U+FFFD (the raw value shows the bytes as \\xNN)"
+
+// MetaText records, for each kandev_meta value the warehouse keeps (the
+// three activation keys and kandev_version) that is not valid UTF-8, the
+// repair it gets on its way to fact_installation_state. The row id is the
+// key.
+func (r *Rejects) MetaText(meta []models.MetaEntry) error {
+	for _, e := range meta {
+		switch e.Key {
+		case models.KeyCaptureSince, models.KeyBackfillThrough, models.KeyExecutionSince, models.KeyKandevVersion:
+		default:
+			continue
+		}
+		if utf8.ValidString(e.Value) {
+			continue
+		}
+		if err := r.Add("kandev_meta", e.Key, "value", e.Value, reasonNotUTF8, ActionReplacedValue); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // cleanText repairs, in place, every text cell of a source row that is not
 // valid UTF-8, and records each repair. names are the row's source column
 // names; the row id is cell 0. It returns the row id, repaired.
@@ -123,9 +146,7 @@ func (c *Context) cleanText(table string, names []string, row []any) (string, er
 		if contentColumns[col] {
 			raw = nil // never copied: it may hold content
 		}
-		if err := c.Rejects.Add(table, id, col, raw,
-			"text is not valid UTF-8: each invalid byte sequence was replaced with U+FFFD (the raw value shows the bytes as \\xNN)",
-			ActionReplacedValue); err != nil {
+		if err := c.Rejects.Add(table, id, col, raw, reasonNotUTF8, ActionReplacedValue); err != nil {
 			return id, err
 		}
 	}
