@@ -190,6 +190,23 @@ func TestPostgresConstraintViolationsAreFlagged(t *testing.T) {
 		}
 	})
 
+	t.Run("task primary key lost", func(t *testing.T) {
+		_, dsn := pgFixture(t, "fresh-activated.pg.sql")
+		task := one(t, pgOpen(t, dsn), `SELECT min(id) FROM tasks`)
+		pgExec(t, dsn, `SET session_replication_role = replica`,
+			`ALTER TABLE tasks DROP CONSTRAINT tasks_pkey CASCADE`,
+			`INSERT INTO tasks SELECT * FROM tasks WHERE id = '`+task+`'`)
+		wh, _ := extractTo(t, dsn, "pg-dup-task")
+		db := duck(t, wh)
+		equalSets(t, "flagged", rowsOf(t, db, `SELECT table_name, row_id, column_name, action, reason FROM rejects`), []string{
+			"tasks|" + task + "|id|flagged|duplicate id: 2 rows share it (the primary key was not enforced); every one is kept",
+			"tasks|" + task + "|id|flagged|duplicate id: 2 rows share it (the primary key was not enforced); every one is kept",
+		})
+		if got := one(t, db, `SELECT count(*) FROM dim_task WHERE task_id = ?`, task); got != "2" {
+			t.Errorf("dim_task rows for the duplicated id = %s, want 2", got)
+		}
+	})
+
 	t.Run("pre-amendment shape", func(t *testing.T) {
 		_, dsn := pgFixture(t, "fresh-activated.pg.sql")
 		pgExec(t, dsn,

@@ -622,6 +622,48 @@ func TestConstraintViolationsAreKeptAndFlagged(t *testing.T) {
 		}
 	})
 
+	t.Run("dimension primary keys lost", func(t *testing.T) {
+		path := copyFixture(t, "fresh-activated.db")
+		var stmts []string
+		for _, table := range []string{"tasks", "workflows", "workflow_steps"} {
+			// CREATE TABLE … AS keeps the columns and drops the primary key.
+			stmts = append(stmts,
+				`CREATE TABLE dim_copy AS SELECT * FROM `+table,
+				`DROP TABLE `+table,
+				`ALTER TABLE dim_copy RENAME TO `+table,
+				`INSERT INTO `+table+` SELECT * FROM `+table+` ORDER BY id LIMIT 1`)
+		}
+		stmts = append(stmts, `INSERT INTO tasks SELECT * FROM tasks ORDER BY id DESC LIMIT 1`,
+			`INSERT INTO tasks SELECT * FROM tasks ORDER BY id DESC LIMIT 1`)
+		sqliteExec(t, path, stmts...)
+		src := sourceDB(t, path)
+		firstTask := one(t, src, `SELECT min(id) FROM tasks`)
+		lastTask := one(t, src, `SELECT max(id) FROM tasks`)
+		wh, _ := extractTo(t, path, "dims")
+		db := duck(t, wh)
+		// Nothing dropped or merged: 40 + 3 tasks, 1 + 1 workflows, 4 + 1 steps.
+		if got := one(t, db, `SELECT (SELECT count(*) FROM dim_task) || '|' || (SELECT count(*) FROM dim_workflow) || '|' || (SELECT count(*) FROM dim_workflow_step)`); got != "43|2|5" {
+			t.Errorf("dimension rows = %s, want 43|2|5", got)
+		}
+		equalSets(t, "flagged", rowsOf(t, db, `SELECT table_name, row_id, column_name, raw_value, action, reason FROM rejects`), []string{
+			"tasks|" + firstTask + "|id|" + firstTask + "|flagged|duplicate id: 2 rows share it (the primary key was not enforced); every one is kept",
+			"tasks|" + firstTask + "|id|" + firstTask + "|flagged|duplicate id: 2 rows share it (the primary key was not enforced); every one is kept",
+			"tasks|" + lastTask + "|id|" + lastTask + "|flagged|duplicate id: 3 rows share it (the primary key was not enforced); every one is kept",
+			"tasks|" + lastTask + "|id|" + lastTask + "|flagged|duplicate id: 3 rows share it (the primary key was not enforced); every one is kept",
+			"tasks|" + lastTask + "|id|" + lastTask + "|flagged|duplicate id: 3 rows share it (the primary key was not enforced); every one is kept",
+			"workflow_steps|" + one(t, src, `SELECT min(id) FROM workflow_steps`) + "|id|" + one(t, src, `SELECT min(id) FROM workflow_steps`) + "|flagged|duplicate id: 2 rows share it (the primary key was not enforced); every one is kept",
+			"workflow_steps|" + one(t, src, `SELECT min(id) FROM workflow_steps`) + "|id|" + one(t, src, `SELECT min(id) FROM workflow_steps`) + "|flagged|duplicate id: 2 rows share it (the primary key was not enforced); every one is kept",
+			"workflows|" + one(t, src, `SELECT min(id) FROM workflows`) + "|id|" + one(t, src, `SELECT min(id) FROM workflows`) + "|flagged|duplicate id: 2 rows share it (the primary key was not enforced); every one is kept",
+			"workflows|" + one(t, src, `SELECT min(id) FROM workflows`) + "|id|" + one(t, src, `SELECT min(id) FROM workflows`) + "|flagged|duplicate id: 2 rows share it (the primary key was not enforced); every one is kept",
+		})
+		if got := one(t, db, `SELECT count || '|' || (text LIKE '%so do 5 tasks, 2 workflows and 2 workflow steps%') FROM disclosures WHERE rule = 'duplicate_keys'`); got != "9|true" {
+			t.Errorf("duplicate_keys disclosure = %s, want 9|true", got)
+		}
+		if got := one(t, db, `SELECT rejected_values FROM installations`); got != "9" {
+			t.Errorf("rejected_values = %s, want 9", got)
+		}
+	})
+
 	t.Run("unique key lost", func(t *testing.T) {
 		path := copyFixture(t, "fresh-activated.db")
 		stmts := rebuild("TEXT PRIMARY KEY", "")

@@ -581,6 +581,7 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 	}
 
 	facts = transform.Facts{State: state, Subagent: subagents.Stats, Sessions: sessions.Stats, Turns: turns.Stats,
+		Tasks: tasks.Stats, Workflows: workflows.Stats, Steps: steps.Stats,
 		Rejected: rejects.Count, RejRows: rejects.Rows, Health: health}
 	disclosures := transform.Disclose(facts)
 	if err := transform.WriteDisclosures(tctx, outs[transform.TableDisclosures].b, disclosures); err != nil {

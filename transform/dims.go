@@ -159,7 +159,7 @@ func StepAtStart(v any) (step string, ok bool, problem string) {
 
 // TaskSpec reads tasks: structure only (no title, description or metadata).
 func TaskSpec() models.TableSpec {
-	return models.TableSpec{Name: "tasks", Columns: []models.ColumnSpec{
+	return withDuplicateCount(models.TableSpec{Name: "tasks", Columns: []models.ColumnSpec{
 		{Name: "id", Required: true},
 		{Name: "workspace_id"},
 		{Name: "workflow_id"},
@@ -172,7 +172,7 @@ func TaskSpec() models.TableSpec {
 		{Name: "created_at", Kind: models.KindStamp},
 		{Name: "updated_at", Kind: models.KindStamp},
 		{Name: "archived_at", Kind: models.KindStamp},
-	}}
+	}})
 }
 
 // TaskSchema is dim_task.
@@ -182,10 +182,21 @@ var TaskSchema = runFields(
 	optStamp("created_at"), optStamp("updated_at"), optStamp("archived_at"),
 )
 
-// DimStats counts a dimension's rows and its high water.
+// DimStats counts a dimension's rows, the rows sharing an id with another
+// (kept and flagged), and its high water.
 type DimStats struct {
-	Rows       int64
-	MaxUpdated time.Time
+	Rows         int64
+	DuplicateIDs int64
+	MaxUpdated   time.Time
+}
+
+// withDuplicateCount adds rows_sharing_id to a dimension's scan: how many
+// rows share the row's id (1 unless the store lost its primary key).
+func withDuplicateCount(spec models.TableSpec) models.TableSpec {
+	spec.Alias = "t"
+	spec.Columns = append(spec.Columns, models.ColumnSpec{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(dup.n, 1)"})
+	spec.Join += duplicateJoin(spec.Name, "dup")
+	return spec
 }
 
 // Dim transforms a simple dimension: reference and text columns, integers,
@@ -207,7 +218,8 @@ const (
 	dimInt
 	dimFlag
 	dimStamp
-	dimUpdated // a timestamp that is also the high water
+	dimUpdated    // a timestamp that is also the high water
+	dimDuplicates // rows_sharing_id: not written, flagged when above 1
 )
 
 func newDim(ctx *Context, b *Builder, table string, kinds ...dimKind) *Dim {
@@ -220,7 +232,7 @@ func newDim(ctx *Context, b *Builder, table string, kinds ...dimKind) *Dim {
 // NewTasks returns the dim_task transformer.
 func NewTasks(ctx *Context, b *Builder) *Dim {
 	return newDim(ctx, b, "tasks", dimID, dimRef, dimRef, dimRef, dimRef, dimRef, dimRef, dimRef, dimFlag,
-		dimStamp, dimUpdated, dimStamp)
+		dimStamp, dimUpdated, dimStamp, dimDuplicates)
 }
 
 // Append transforms one row.
@@ -257,6 +269,13 @@ func (d *Dim) Append(row []any) error {
 			if k == dimUpdated && ok && t.After(d.Stats.MaxUpdated) {
 				d.Stats.MaxUpdated = t
 			}
+		case dimDuplicates:
+			if n, _, _ := asInt(row[i]); n > 1 {
+				d.Stats.DuplicateIDs++
+				if err := d.ctx.Rejects.Add(d.table, id, "id", row[0], duplicateIDReason(n), ActionFlagged); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	d.Stats.Rows++
@@ -275,13 +294,13 @@ func (d *Dim) column(i int) string {
 
 // WorkflowSpec reads workflows (no description or prompt).
 func WorkflowSpec() models.TableSpec {
-	return models.TableSpec{Name: "workflows", Columns: []models.ColumnSpec{
+	return withDuplicateCount(models.TableSpec{Name: "workflows", Columns: []models.ColumnSpec{
 		{Name: "id", Required: true},
 		{Name: "workspace_id"},
 		{Name: "name"},
 		{Name: "created_at", Kind: models.KindStamp},
 		{Name: "updated_at", Kind: models.KindStamp},
-	}}
+	}})
 }
 
 // WorkflowSchema is dim_workflow.
@@ -291,12 +310,12 @@ var WorkflowSchema = runFields(
 
 // NewWorkflows returns the dim_workflow transformer.
 func NewWorkflows(ctx *Context, b *Builder) *Dim {
-	return newDim(ctx, b, "workflows", dimID, dimRef, dimRef, dimStamp, dimUpdated)
+	return newDim(ctx, b, "workflows", dimID, dimRef, dimRef, dimStamp, dimUpdated, dimDuplicates)
 }
 
 // WorkflowStepSpec reads workflow_steps (no prompt or events).
 func WorkflowStepSpec() models.TableSpec {
-	return models.TableSpec{Name: "workflow_steps", Columns: []models.ColumnSpec{
+	return withDuplicateCount(models.TableSpec{Name: "workflow_steps", Columns: []models.ColumnSpec{
 		{Name: "id", Required: true},
 		{Name: "workflow_id"},
 		{Name: "name"},
@@ -304,7 +323,7 @@ func WorkflowStepSpec() models.TableSpec {
 		{Name: "position", Kind: models.KindInt},
 		{Name: "created_at", Kind: models.KindStamp},
 		{Name: "updated_at", Kind: models.KindStamp},
-	}}
+	}})
 }
 
 // WorkflowStepSchema is dim_workflow_step.
@@ -315,5 +334,5 @@ var WorkflowStepSchema = runFields(
 
 // NewWorkflowSteps returns the dim_workflow_step transformer.
 func NewWorkflowSteps(ctx *Context, b *Builder) *Dim {
-	return newDim(ctx, b, "workflow_steps", dimID, dimRef, dimRef, dimRef, dimInt, dimStamp, dimUpdated)
+	return newDim(ctx, b, "workflow_steps", dimID, dimRef, dimRef, dimRef, dimInt, dimStamp, dimUpdated, dimDuplicates)
 }

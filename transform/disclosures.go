@@ -24,9 +24,11 @@ type Facts struct {
 	Subagent SubagentStats
 	Sessions FanoutStats
 	Turns    FanoutStats
-	Rejected int64
-	RejRows  int64
-	Health   models.Health
+	// The plain dimensions: tasks, workflows, workflow_steps.
+	Tasks, Workflows, Steps DimStats
+	Rejected                int64
+	RejRows                 int64
+	Health                  models.Health
 }
 
 const tsLayout = "2006-01-02T15:04:05.999999999Z07:00"
@@ -141,12 +143,18 @@ func (f Facts) integrityRules() []Disclosure {
 				"They are kept and counted, and flagged in rejects (action 'flagged'); an inner join to dim_session drops them, so join with LEFT JOIN to see them.",
 				n, sa.Orphans, f.Turns.Orphans)})
 	}
-	if n := sa.DuplicateIDs + sa.DuplicateKeys + f.Sessions.DuplicateIDs + f.Turns.DuplicateIDs; n > 0 {
+	dims := f.Tasks.DuplicateIDs + f.Workflows.DuplicateIDs + f.Steps.DuplicateIDs
+	if n := sa.DuplicateIDs + sa.DuplicateKeys + f.Sessions.DuplicateIDs + f.Turns.DuplicateIDs + dims; n > 0 {
+		text := fmt.Sprintf("The store holds rows its own constraints should have prevented: %d subagent rows share an id and %d share the unique key "+
+			"(task_session_id, agent_execution_id, tool_call_id); %d sessions and %d turns share an id",
+			sa.DuplicateIDs, sa.DuplicateKeys, f.Sessions.DuplicateIDs, f.Turns.DuplicateIDs)
+		if dims > 0 {
+			text += fmt.Sprintf("; so do %d tasks, %d workflows and %d workflow steps (a join to those dimensions repeats the rows it matches)",
+				f.Tasks.DuplicateIDs, f.Workflows.DuplicateIDs, f.Steps.DuplicateIDs)
+		}
 		out = append(out, Disclosure{Rule: "duplicate_keys", Severity: "warning", Count: n, HasCount: true,
-			Text: fmt.Sprintf("The store holds rows its own constraints should have prevented: %d subagent rows share an id and %d share the unique key "+
-				"(task_session_id, agent_execution_id, tool_call_id); %d sessions and %d turns share an id. Every one is kept (which copy is right is not knowable) "+
-				"and flagged in rejects: counts over them may include the same invocation twice.",
-				sa.DuplicateIDs, sa.DuplicateKeys, f.Sessions.DuplicateIDs, f.Turns.DuplicateIDs)})
+			Text: text + ". Every one is kept (which copy is right is not knowable) " +
+				"and flagged in rejects: counts over them may include the same invocation twice."})
 	}
 	return out
 }

@@ -226,6 +226,11 @@ func SubagentSpec() models.TableSpec {
 // foreign keys off, or repaired by hand, holds such rows).
 const sessionMissing = `CASE WHEN EXISTS (SELECT 1 FROM task_sessions s WHERE s.id = t.task_session_id) THEN 0 ELSE 1 END`
 
+// duplicateIDReason is the rejects reason of a row whose id n rows share.
+func duplicateIDReason(n int64) string {
+	return fmt.Sprintf("duplicate id: %d rows share it (the primary key was not enforced); every one is kept", n)
+}
+
 // duplicateJoin counts, for the scanned table (alias t), the rows sharing
 // an id, when more than one does (a primary key that was not enforced).
 func duplicateJoin(table, alias string) string {
@@ -405,7 +410,7 @@ func (s *Subagents) flag(id string, row []any) error {
 	if n, _, _ := asInt(row[21]); n > 1 {
 		st.DuplicateIDs++
 		if err := rej.Add(subagentSourceName, id, "id", row[0],
-			fmt.Sprintf("duplicate id: %d rows share it (the primary key was not enforced); every one is kept", n), ActionFlagged); err != nil {
+			duplicateIDReason(n), ActionFlagged); err != nil {
 			return err
 		}
 	}
@@ -593,7 +598,7 @@ func (c *Context) flagDuplicate(table, id string, raw, n any, st *FanoutStats) e
 	}
 	st.DuplicateIDs++
 	return c.Rejects.Add(table, id, "id", raw,
-		fmt.Sprintf("duplicate id: %d rows share it (the primary key was not enforced); every one is kept", count), ActionFlagged)
+		duplicateIDReason(count), ActionFlagged)
 }
 
 // fanout appends the count and completeness columns.
