@@ -30,6 +30,10 @@ type Provenance struct {
 	Tables           map[string]TableProvenance `json:"tables"`
 	RejectedValues   int64                      `json:"rejected_values"`
 	QuarantinedRows  int64                      `json:"quarantined_rows"`
+	// RejectsByAction splits rejected_values by the rejects table's action
+	// (quarantined_row, nulled_value, replaced_value, flagged); every
+	// action is present, zero included.
+	RejectsByAction map[string]int64 `json:"rejects_by_action"`
 }
 
 // TableProvenance is what was actually read from one source table.

@@ -623,6 +623,10 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		TableShape: state.Shape, ActivationState: state.Activation,
 		Tables:         map[string]models.TableProvenance{},
 		RejectedValues: rejects.Count, QuarantinedRows: rejects.Rows,
+		RejectsByAction: map[string]int64{
+			transform.ActionQuarantinedRow: rejects.Rows, transform.ActionNulledValue: rejects.Nulled,
+			transform.ActionReplacedValue: rejects.Replaced, transform.ActionFlagged: rejects.Flagged,
+		},
 	}
 	for _, o := range order {
 		tp := models.TableProvenance{SourceTable: o.source, RowsWritten: o.file.Rows}
