@@ -102,25 +102,56 @@ func (f *fullDisk) Write(b []byte) (int, error) {
 }
 
 func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
+	open := func(path string) (*os.File, error) {
+		return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	isParquet := func(path string) bool { return strings.HasSuffix(path, ".parquet") }
 	cases := []struct {
 		name   string
 		create func(left *atomic.Int64) func(string) (load.FileSink, error)
 		wants  []string
+		// recorded: the failure's own manifest could be written (the fault
+		// spared it), so runs lists the failed run.
+		recorded bool
 	}{
-		{"disk full while writing", func(left *atomic.Int64) func(string) (load.FileSink, error) {
+		{"disk full while writing Parquet", func(left *atomic.Int64) func(string) (load.FileSink, error) {
 			return func(path string) (load.FileSink, error) {
-				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-				if err != nil {
-					return nil, err
+				f, err := open(path)
+				if err != nil || !isParquet(path) {
+					return f, err
 				}
 				return &fullDisk{File: f, left: left}, nil
 			}
-		}, []string{"parquet ", "no space left on device"}},
-		{"warehouse not writable", func(*atomic.Int64) func(string) (load.FileSink, error) {
+		}, []string{"parquet ", "no space left on device"}, true},
+		{"Parquet directory not writable", func(*atomic.Int64) func(string) (load.FileSink, error) {
+			return func(path string) (load.FileSink, error) {
+				if isParquet(path) {
+					return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EROFS}
+				}
+				return open(path)
+			}
+		}, []string{"parquet ", "read-only file system"}, true},
+		// The Parquet files are published (renamed into their partitions);
+		// the commit marker then hits a full disk: the partitions are taken
+		// back out.
+		{"disk full while writing the manifest", func(*atomic.Int64) func(string) (load.FileSink, error) {
+			var manifests atomic.Int64
+			return func(path string) (load.FileSink, error) {
+				f, err := open(path)
+				if err != nil || isParquet(path) || manifests.Add(1) > 1 {
+					return f, err
+				}
+				var none atomic.Int64
+				none.Store(10)
+				return &fullDisk{File: f, left: &none}, nil
+			}
+		}, []string{"manifest ", ".json", "no space left on device"}, true},
+		// Nothing can be written, not even the failure's record.
+		{"warehouse read-only", func(*atomic.Int64) func(string) (load.FileSink, error) {
 			return func(path string) (load.FileSink, error) {
 				return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EROFS}
 			}
-		}, []string{"parquet ", "read-only file system"}},
+		}, []string{"parquet ", "read-only file system"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,9 +198,13 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 			if got := faultQuery(t, wh, `SELECT count(*)::VARCHAR FROM subagent_contexts`); got != "253" {
 				t.Errorf("current rows = %s, want 253", got)
 			}
-			if got := faultQuery(t, wh, fmt.Sprintf(`SELECT status || '|' || (error = %s) FROM runs WHERE run_id = '%s'`,
-				"'"+strings.ReplaceAll(err.Error(), "'", "''")+"'", second.RunID)); got != "failed|true" {
-				t.Errorf("runs = %s", got)
+			if tc.recorded {
+				if got := faultQuery(t, wh, fmt.Sprintf(`SELECT status || '|' || (error = %s) FROM runs WHERE run_id = '%s'`,
+					"'"+strings.ReplaceAll(err.Error(), "'", "''")+"'", second.RunID)); got != "failed|true" {
+					t.Errorf("runs = %s", got)
+				}
+			} else if got := faultQuery(t, wh, fmt.Sprintf(`SELECT count(*)::VARCHAR FROM runs WHERE run_id = '%s'`, second.RunID)); got != "0" {
+				t.Errorf("runs lists a failure that could not be written: %s", got)
 			}
 
 			// The disk has room again: the next run commits and is current.

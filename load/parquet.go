@@ -104,9 +104,10 @@ type fileSink interface {
 	Close() error
 }
 
-// createFile creates a new Parquet file. It is a test seam: a test swaps
-// it to inject a full disk or an unwritable warehouse (root ignores file
-// modes, so chmod cannot).
+// createFile creates a new file in the warehouse: a Parquet file, or a
+// manifest's temporary file. It is a test seam: a test swaps it to inject a
+// full disk or an unwritable warehouse (root ignores file modes, so chmod
+// cannot).
 var createFile = func(path string) (fileSink, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }

@@ -220,6 +220,7 @@ func (s *Staging) Commit(m models.Manifest) error {
 		tables = append(tables, t)
 	}
 	sort.Strings(tables)
+	var published []string
 	for _, t := range tables {
 		rel := s.partition(t)
 		final := filepath.Join(s.w.Dir, rel)
@@ -229,12 +230,18 @@ func (s *Staging) Commit(m models.Manifest) error {
 		if err := os.Rename(filepath.Dir(s.files[t]), final); err != nil {
 			return fmt.Errorf("publish %s: %w", t, err)
 		}
+		published = append(published, final)
 		syncDir(filepath.Dir(final))
 		m.Files[t] = filepath.Join(rel, partFile)
 		CrashPoint("renamed " + t)
 	}
 	CrashPoint("before manifest")
 	if err := s.w.WriteManifest(m); err != nil {
+		// Not committed: take the published partitions back out now rather
+		// than leave them, unclaimed, to the next run's recovery.
+		for _, p := range published {
+			os.RemoveAll(p)
+		}
 		return err
 	}
 	CrashPoint("committed")
@@ -264,15 +271,28 @@ func (w *Warehouse) WriteManifest(m models.Manifest) error {
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, m.RunID+".json"), b)
+	path := filepath.Join(dir, m.RunID+".json")
+	if err := writeFileAtomic(path, b); err != nil {
+		return fmt.Errorf("manifest %s: %w", path, err)
+	}
+	return nil
 }
 
-func writeFileAtomic(path string, data []byte) error {
+// writeFileAtomic writes path through a temporary file (created with
+// createFile, so a full disk can be injected), fsyncs it, renames it into
+// place and fsyncs the directory. On error nothing is left behind.
+func writeFileAtomic(path string, data []byte) (err error) {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	os.Remove(tmp) // left by a crash; createFile never overwrites
+	f, err := createFile(tmp)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
