@@ -77,7 +77,7 @@ func dictionaryFor(f arrow.Field) bool {
 // ParquetFile writes one table's rows for one run.
 //
 // Each record batch becomes one row group whose columns are encoded and
-// compressed by Workers goroutines at once (Parquet column chunks are
+// compressed by its column workers at once (Parquet column chunks are
 // independent); the row group is then written to the file in column order.
 // This is arrow-go's low-level writer fed through pqarrow.WriteArrowToColumn,
 // which is what pqarrow.FileWriter does one column at a time.
@@ -85,12 +85,10 @@ type ParquetFile struct {
 	Path string
 	Rows int64
 
-	file     *syncFile
-	w        *file.Writer
-	fields   []arrow.Field
-	workers  []*columnWorker
-	order    []int
-	rowGroup int64
+	w       *file.Writer
+	fields  []arrow.Field
+	workers []*columnWorker
+	order   []int // column indices, largest first (reused)
 }
 
 // DefaultWriterWorkers is how many columns of a row group are encoded at
@@ -217,7 +215,7 @@ func createParquet(path string, schema *arrow.Schema, createdBy string, o writer
 		os.Remove(path)
 		return nil, fail(err)
 	}
-	p := &ParquetFile{Path: path, file: sf, w: w, fields: schema.Fields()}
+	p := &ParquetFile{Path: path, w: w, fields: schema.Fields()}
 	for range min(max(o.workers, 1), len(p.fields)) {
 		p.workers = append(p.workers, &columnWorker{
 			ctx:  pqarrow.NewArrowWriteContext(context.Background(), &arrowProps),
@@ -268,12 +266,22 @@ func (p *ParquetFile) writeRowGroup(rec arrow.RecordBatch) error {
 		wg   sync.WaitGroup
 	)
 	work := func(k int) {
+		i := -1
+		// arrow-go panics on some inputs it cannot write; on a worker
+		// goroutine that would end the process (every installation of the
+		// run), so it becomes this file's error.
+		defer func() {
+			if r := recover(); r != nil {
+				errs[k] = fmt.Errorf("column %s: arrow-go panicked: %v", p.fields[max(i, 0)].Name, r)
+				next.Store(int64(len(p.order)))
+			}
+		}()
 		for {
 			j := int(next.Add(1) - 1)
 			if j >= len(p.order) {
 				return
 			}
-			i := p.order[j]
+			i = p.order[j]
 			if err := p.workers[k].write(rg, i, rec.Column(i), p.fields[i]); err != nil {
 				errs[k] = fmt.Errorf("column %s: %w", p.fields[i].Name, err)
 				next.Store(int64(len(p.order)))
@@ -298,7 +306,6 @@ func (p *ParquetFile) writeRowGroup(rec arrow.RecordBatch) error {
 		return fmt.Errorf("parquet %s: %w", p.Path, err)
 	}
 	p.Rows += rec.NumRows()
-	p.rowGroup++
 	return nil
 }
 

@@ -283,3 +283,35 @@ func TestParquetWriterEdgeBatches(t *testing.T) {
 		"2|id-2|live|NULL|NULL|NULL|0|NULL",
 	})
 }
+
+// TestParquetWriterWrongBatchIsAnError: a batch that does not fit the
+// file's schema (a column of another type) fails the write with an error
+// naming the column — from any column worker, never a crash.
+func TestParquetWriterWrongBatchIsAnError(t *testing.T) {
+	recs, _ := roundTripRows(t, 0, 10, 10)
+	good := recs[0]
+	ints := array.NewInt64Builder(memory.NewGoAllocator())
+	defer ints.Release()
+	for i := range 10 {
+		ints.Append(int64(i))
+	}
+	bad := ints.NewArray()
+	defer bad.Release()
+	for _, workers := range []int{1, 3} {
+		cols := append([]arrow.Array(nil), good.Columns()...)
+		fields := append([]arrow.Field(nil), good.Schema().Fields()...)
+		cols[2], fields[2].Type = bad, arrow.PrimitiveTypes.Int64 // "source" is a string column in the file
+		rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, good.NumRows())
+		pf, err := createParquet(filepath.Join(t.TempDir(), "bad.parquet"), roundTripSchema, "bad", writerOptions{workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pf.Write(rec)
+		if err == nil || !strings.Contains(err.Error(), "column source") {
+			t.Errorf("%d workers: Write = %v, want an error naming column source", workers, err)
+		}
+		t.Logf("%d workers: %v", workers, err)
+		pf.Abort()
+		rec.Release()
+	}
+}
