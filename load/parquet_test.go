@@ -121,11 +121,12 @@ func duckMemory(t *testing.T) *sql.DB {
 }
 
 // TestParquetWriterRoundTrip writes the same rows with one, two and five
-// column workers, with arrow-go's default page sizes and with pages and
-// dictionaries so small that pages fill up exactly at a batch's end and
-// dictionaries fall back to plain encoding mid-column: DuckDB reads back
-// exactly the rows written, and the files are byte-identical whatever the
-// number of workers (the row group is assembled in column order).
+// column workers; with the production page size (DataPageBytes), arrow-go's
+// default, and pages and dictionaries so small that pages fill up exactly
+// at a batch's end and dictionaries fall back to plain encoding
+// mid-column: DuckDB reads back exactly the rows written, and the files are
+// byte-identical whatever the number of workers (the row group is
+// assembled in column order).
 func TestParquetWriterRoundTrip(t *testing.T) {
 	recs, want := roundTripRows(t, 0, 4096, 1024)
 	db := duckMemory(t)
@@ -133,7 +134,8 @@ func TestParquetWriterRoundTrip(t *testing.T) {
 		name string
 		o    writerOptions
 	}{
-		{"default pages", writerOptions{}},
+		{"production pages", writerOptions{pageSize: DataPageBytes}},
+		{"arrow-go's default pages", writerOptions{}},
 		// 1,024 values per write batch × 8 bytes: an int64 page fills at
 		// exactly the batch's end; dictionaries overflow at once.
 		{"small pages and dictionaries", writerOptions{pageSize: 8 * 1024, dictionaryPageLimit: 16}},
