@@ -317,3 +317,20 @@ func TestParquetWriterWrongBatchIsAnError(t *testing.T) {
 		rec.Release()
 	}
 }
+
+// TestParquetWriterSplitsLargeBatches: a batch above DefaultRowGroupRows
+// becomes several row groups, and every row reads back once.
+func TestParquetWriterSplitsLargeBatches(t *testing.T) {
+	n := DefaultRowGroupRows + 5
+	recs, _ := roundTripRows(t, 0, n, n)
+	path := filepath.Join(t.TempDir(), "big.parquet")
+	writeRoundTrip(t, path, defaultWriterOptions(), recs)
+	db := duckMemory(t)
+	if got := testkit.One(t, db, `SELECT count(*) FROM parquet_metadata(?) WHERE column_id = 0`, path); got != "2" {
+		t.Errorf("%s row groups, want 2", got)
+	}
+	want := fmt.Sprintf("%d|%d|0|%d", n, n, n-1)
+	if got := testkit.One(t, db, `SELECT count(*), count(DISTINCT seq), min(seq), max(seq) FROM read_parquet(?)`, path); got != want {
+		t.Errorf("read back %s, want %s", got, want)
+	}
+}
