@@ -346,8 +346,9 @@ func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Ar
 		return err
 	}
 	nullable := f.Nullable
+	indices := false // arr is an Arrow dictionary: pqarrow writes its indices
 	if s, ok := arr.(*array.String); ok && dictionaryFor(f) {
-		arr = w.dict.encode(s)
+		arr, indices = w.dict.encode(s), true
 		defer arr.Release()
 	}
 	var defs []int16
@@ -359,7 +360,7 @@ func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Ar
 	}
 	// Encode and compress the last page here, in parallel, rather than in
 	// the row group's serial Close.
-	if f, ok := cw.(pageFlusher); ok && holdsValues(cw) {
+	if f, ok := cw.(pageFlusher); ok && holdsValues(cw, indices && arr.Len() > arr.NullN()) {
 		return f.FlushCurrentPage()
 	}
 	return nil
@@ -374,10 +375,16 @@ type rawSizer interface{ ObservedRawSize() int64 }
 // size, or the dictionary fell back to plain) must not be flushed: arrow-go
 // would emit an empty page, or panic on a nullable column. A page holding
 // only nulls is left to the row group's Close, which flushes it.
-func holdsValues(cw file.ColumnChunkWriter) bool {
+//
+// gaveIndices is whether non-null dictionary indices were just written to a
+// fresh column writer: a dictionary encoder does not count indices in its
+// raw size, and for the same reason never ends a page on its own, so it
+// holds them unless it fell back to plain (and is then no dictionary
+// encoder).
+func holdsValues(cw file.ColumnChunkWriter, gaveIndices bool) bool {
 	enc := cw.CurrentEncoder()
 	if d, ok := enc.(rawSizer); ok {
-		return d.ObservedRawSize() > 0
+		return d.ObservedRawSize() > 0 || gaveIndices
 	}
 	return enc.EstimatedDataEncodedSize() > 0
 }
