@@ -87,6 +87,22 @@ func init() {
 	})
 }
 
+// HealthAggregates is the spec's comparison (AC-28, AC-29) over the CTEs
+// expected, accounted and since, written once for both dialects: shortfall
+// and excess as two directed set differences over distinct keys, never
+// netted; the expected and observed key counts; the collision count; the
+// scoped MAX(observed_at), NULL when nothing was observed since activation.
+// (Exported for the benchmark's floor, which runs the same comparison.)
+const HealthAggregates = `
+	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM expected
+		EXCEPT SELECT task_session_id, tool_call_id FROM since) AS shortfall),
+	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM since GROUP BY 1, 2
+		EXCEPT SELECT task_session_id, tool_call_id FROM accounted) AS excess),
+	(SELECT COUNT(*) FROM expected),
+	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
+	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
+	(SELECT MAX(observed) FROM since)`
+
 // sqliteHealth reads messages once: the scan CTE keeps only the rows the
 // result needs — metadata that is not JSON (the malformed count) and
 // subagent-task messages — so ordinary messages are validated but never
@@ -120,15 +136,7 @@ since AS MATERIALIZED (
 	SELECT s.task_session_id, s.tool_call_id, kx_instant(s.observed_at) AS observed
 	FROM task_session_subagents s WHERE kx_instant(s.observed_at) >= ?1
 )
-SELECT
-	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM expected
-		EXCEPT SELECT task_session_id, tool_call_id FROM since) AS shortfall),
-	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM since GROUP BY 1, 2
-		EXCEPT SELECT task_session_id, tool_call_id FROM accounted) AS excess),
-	(SELECT COUNT(*) FROM expected),
-	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
-	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
-	(SELECT MAX(observed) FROM since),
+SELECT` + HealthAggregates + `,
 	(SELECT COUNT(*) FROM scan WHERE NOT ok)`
 
 func (s *sqliteSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
@@ -175,18 +183,10 @@ accounted AS (
 	FROM msg WHERE msg.meta #>> '{normalized,kind}' = 'subagent_task'
 ),
 since AS (
-	SELECT s.task_session_id, s.tool_call_id, s.observed_at
+	SELECT s.task_session_id, s.tool_call_id, s.observed_at AS observed
 	FROM task_session_subagents s WHERE s.observed_at >= $1::timestamp
 )
-SELECT
-	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM expected
-		EXCEPT SELECT task_session_id, tool_call_id FROM since) AS shortfall),
-	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM since GROUP BY 1, 2
-		EXCEPT SELECT task_session_id, tool_call_id FROM accounted) AS excess),
-	(SELECT COUNT(*) FROM expected),
-	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
-	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
-	(SELECT MAX(observed_at) FROM since)`
+SELECT` + HealthAggregates
 
 func (p *pgSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
 	var c models.HealthCounts

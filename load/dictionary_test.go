@@ -11,7 +11,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/kandev/kandev-extract/internal/testkit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +27,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 	_ "modernc.org/sqlite"
 
+	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/pipeline"
 )
 

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -17,19 +16,16 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/internal/benchdata"
 	"github.com/kandev/kandev-extract/transform"
 )
 
-// factRows appends n task_session_subagents-shaped rows through the real
-// fact transformer into a Builder flushing to sink every batch rows.
+// factRows appends n synthetic task_session_subagents rows (the ones the
+// transformer's benchmark uses) through the real fact transformer into a
+// Builder flushing to sink every batch rows.
 func factRows(tb testing.TB, mem memory.Allocator, sink transform.RecordSink, n, batch int) {
 	tb.Helper()
-	state := transform.Installation([]models.MetaEntry{
-		{Key: models.KeyCaptureSince, Value: "2026-02-24T07:12:00.123456789Z"},
-		{Key: models.KeyBackfillThrough, Value: "2026-02-23T19:00:01.5Z"},
-	}, models.ShapeExecutionAware)
-	ctx := &transform.Context{Installation: "bench", Run: "20260812T000000Z-abcdef", Class: transform.Classifier{State: state}}
+	ctx := &transform.Context{Installation: "bench", Run: "20260812T000000Z-abcdef", Class: transform.Classifier{State: benchdata.ActivatedState()}}
 	rb := transform.NewBuilder(mem, transform.RejectsSchema, discard{})
 	defer rb.Release()
 	transform.NewRejects(ctx, rb)
@@ -37,52 +33,10 @@ func factRows(tb testing.TB, mem memory.Allocator, sink transform.RecordSink, n,
 	defer fb.Release()
 	fb.BatchRows = batch
 	s := transform.NewSubagents(ctx, fb)
-	spec := transform.SubagentSpec()
-	col := func(name string) int {
-		i := spec.Column(name)
-		if i < 0 {
-			tb.Fatalf("SubagentSpec lacks %s", name)
-		}
-		return i
-	}
-	uuid := func(kind, i int) string {
-		return fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", kind*7919+i, i&0xffff, kind, i&0xfff, i*2654435761)
-	}
-	base := time.Date(2025, 11, 3, 8, 0, 0, 0, time.UTC)
-	row := make([]any, len(spec.Columns))
-	for i := 0; i < n; i++ {
-		clear(row)
-		at := base.Add(time.Duration(i) * 23 * time.Second).Add(time.Duration(i*7919%1_000_000_000) * time.Nanosecond)
-		stamp := at.Format("2006-01-02 15:04:05.999999999") + "+00:00"
-		source, exec := models.SourceLive, uuid(5, i/3)
-		if i%5 < 2 {
-			source, exec = models.SourceBackfill, models.ExecutionSentinel
-		}
-		row[col("id")] = uuid(1, i)
-		row[col("task_session_id")] = uuid(2, i/10)
-		row[col("task_id")] = uuid(3, i/10)
-		row[col("turn_id")] = uuid(4, i/3)
-		row[col("tool_call_id")] = fmt.Sprintf("toolu_01%022d", i)
-		row[col("agent_execution_id")] = exec
-		row[col("subagent_type")] = "general-purpose"
-		row[col("source")] = source
-		row[col("observed_at")] = stamp
-		row[col("updated_at")] = stamp
-		if i%4 == 0 {
-			row[col("model")] = "claude-sonnet-4-5"
-			row[col("tool_status")] = "completed"
-			row[col("is_async")] = int64(0)
-			row[col("total_tokens")] = int64(20_000 + i%9000)
-			row[col("tool_use_count")] = int64(i % 17)
-			row[col("duration_ms")] = int64(30_000 + i%60_000)
-			row[col("settled_at")] = at.Add(41*time.Second).Format("2006-01-02 15:04:05.999999999") + "+00:00"
-		} else {
-			row[col("tool_status")] = "async_launched"
-			row[col("is_async")] = int64(1)
-		}
-		row[col("rows_sharing_id")] = int64(1)
-		row[col("rows_sharing_key")] = int64(1)
-		row[col("session_missing")] = int64(0)
+	gen := benchdata.NewSubagents()
+	row := make([]any, gen.Columns())
+	for i := range n {
+		gen.Row(i, row)
 		if err := s.Append(row); err != nil {
 			tb.Fatal(err)
 		}
@@ -111,11 +65,7 @@ func (k *keep) Write(rec arrow.RecordBatch) error {
 func recordBytes(rec arrow.RecordBatch) int64 {
 	var n int64
 	for _, c := range rec.Columns() {
-		for _, b := range c.Data().Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
+		n += int64(arrayBytes(c))
 	}
 	return n
 }

@@ -3,13 +3,13 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"github.com/kandev/kandev-extract/internal/testkit"
 	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	_ "modernc.org/sqlite"
+
+	"github.com/kandev/kandev-extract/internal/testkit"
 )
 
 // Shared helpers (internal/testkit).

@@ -182,3 +182,14 @@ func TestInstantYearRange(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAsStamp is the stamp cell conversion the transformers use.
+func BenchmarkAsStamp(b *testing.B) {
+	var v any = "2026-11-30 06:13:38.331223024+00:00"
+	b.SetBytes(int64(len(v.(string))))
+	for b.Loop() {
+		if _, ok, _ := asStamp(v); !ok {
+			b.Fatal("not a stamp")
+		}
+	}
+}

@@ -87,8 +87,8 @@ func floorScript(ctx context.Context, store string) ([]floorQuery, error) {
 	return out, nil
 }
 
-// healthFloorSQL is the writer-health comparison (extract/health.go) with
-// plain lexical instant comparisons instead of kx_instant.
+// healthFloorSQL is the writer-health comparison (extract.HealthAggregates)
+// over CTEs with plain lexical instant comparisons instead of kx_instant.
 const healthFloorSQL = `
 WITH msg AS (
 	SELECT m.task_session_id, m.task_id,
@@ -113,14 +113,6 @@ since AS (
 	SELECT s.task_session_id, s.tool_call_id, s.observed_at AS observed
 	FROM task_session_subagents s WHERE s.observed_at >= ?1
 )
-SELECT
-	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM expected
-		EXCEPT SELECT task_session_id, tool_call_id FROM since) AS shortfall),
-	(SELECT COUNT(*) FROM (SELECT task_session_id, tool_call_id FROM since GROUP BY 1, 2
-		EXCEPT SELECT task_session_id, tool_call_id FROM accounted) AS excess),
-	(SELECT COUNT(*) FROM expected),
-	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
-	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
-	(SELECT MAX(observed) FROM since),
+SELECT` + extract.HealthAggregates + `,
 	(SELECT COUNT(*) FROM task_session_messages m WHERE m.metadata IS NOT NULL AND m.metadata NOT IN ('', 'null')
 		AND NOT json_valid(m.metadata) AND m.created_at >= ?1)`
