@@ -146,7 +146,9 @@ func (w *writer) turn(ctx context.Context, n int64, st *Stats) error {
 		w.id("message", n, 2), w.session, w.task, turn, started, started); err != nil {
 		return fmt.Errorf("kandevwriter: message: %w", err)
 	}
-	st.Messages++
+	// Counted into st only once committed: a transaction that ctx's end
+	// rolls back must not be reported.
+	messages, subagents := int64(1), int64(0)
 	fan := int(w.r.UintN(4))
 	for i := range fan {
 		at := now()
@@ -166,8 +168,8 @@ func (w *writer) turn(ctx context.Context, n int64, st *Stats) error {
 			1000+i, i, 50+i, at, at, at); err != nil {
 			return fmt.Errorf("kandevwriter: subagent: %w", err)
 		}
-		st.Messages++
-		st.Subagents++
+		messages++
+		subagents++
 	}
 	done := now()
 	if err := exec(`UPDATE task_session_turns SET completed_at = ?, updated_at = ? WHERE id = ?`, done, done, turn); err != nil {
@@ -181,6 +183,8 @@ func (w *writer) turn(ctx context.Context, n int64, st *Stats) error {
 	}
 	st.Transactions++
 	st.Turns++
+	st.Messages += messages
+	st.Subagents += subagents
 	if newSession {
 		st.Sessions++
 	}
