@@ -47,13 +47,17 @@ const DataPageBytes = 64 << 10
 // (see BenchmarkParquetWriteFact and docs/benchmarks.md).
 const ZstdLevel = 1
 
-// highCardinality are string columns that are (nearly) unique per row:
-// dictionary encoding only costs hashing there, and the dictionary
-// overflows its page and falls back to plain anyway.
+// highCardinality are string columns that are (nearly) unique per row, or
+// repeat only a few times in a row group (task and session ids: ~1,600
+// distinct in a 16Ki-row fact batch): dictionary encoding only costs
+// hashing there, plus a large dictionary page in the row group's serial
+// close; zstd finds the repeats of a plain column as well (docs/benchmarks.md,
+// change 11).
 var highCardinality = map[string]bool{
 	"subagent_id": true, "tool_call_id": true, "parent_tool_call_id": true,
 	"agent_execution_id": true, "execution_id": true, "turn_id": true,
 	"child_session_id": true, "agent_id": true, "session_id": true,
+	"task_session_id": true, "task_id": true,
 	"row_id": true, "raw_value": true,
 }
 
@@ -67,9 +71,9 @@ func statisticsFor(f arrow.Field) bool { return !highCardinality[f.Name] }
 var metrics = map[string]bool{"total_tokens": true, "tool_use_count": true, "duration_ms": true}
 
 // dictionaryFor reports whether a column is dictionary encoded: low
-// cardinality strings (statuses, classification enums, installation and
-// run ids, task and session keys that repeat) and small counts are;
-// identifiers, timestamps and metrics are not.
+// cardinality strings (statuses, classification enums, models, installation
+// and run ids) and small counts are; identifiers, timestamps and metrics
+// are not.
 func dictionaryFor(f arrow.Field) bool {
 	switch {
 	case f.Type.ID() == arrow.TIMESTAMP:
@@ -149,13 +153,14 @@ type writerOptions struct {
 	pageSize, dictionaryPageLimit int64
 	// uncompressed writes without zstd (BenchmarkZstdFloor's input).
 	uncompressed bool
-	// mem is what the writer allocates its pages and encoders from; nil
-	// is Go's allocator (a test passes a checked one).
+	// mem is what the writer allocates its pages and encoders from:
+	// parquetBuffers in production; nil is Go's allocator (a test passes
+	// a checked one).
 	mem memory.Allocator
 }
 
 func defaultWriterOptions() writerOptions {
-	return writerOptions{workers: DefaultWriterWorkers(), pageSize: DataPageBytes}
+	return writerOptions{workers: DefaultWriterWorkers(), pageSize: DataPageBytes, mem: parquetBuffers}
 }
 
 // writerProperties are the Parquet settings of every file: zstd at
@@ -346,17 +351,20 @@ func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Ar
 		return err
 	}
 	nullable := f.Nullable
-	indices := false // arr is an Arrow dictionary: pqarrow writes its indices
-	if s, ok := arr.(*array.String); ok && dictionaryFor(f) {
-		arr, indices = w.dict.encode(s), true
-		defer arr.Release()
-	}
 	var defs []int16
 	if nullable {
 		defs = w.definitionLevels(arr)
 	}
-	if err := pqarrow.WriteArrowToColumn(w.ctx, cw, arr, defs, nil, nullable); err != nil {
-		return err
+	indices := false // dictionary indices were written
+	if s, ok := arr.(*array.String); ok && dictionaryFor(f) {
+		if indices, err = w.writeDictionary(cw, s, defs); err != nil {
+			return err
+		}
+	}
+	if !indices {
+		if err := pqarrow.WriteArrowToColumn(w.ctx, cw, arr, defs, nil, nullable); err != nil {
+			return err
+		}
 	}
 	// Encode and compress the last page here, in parallel, rather than in
 	// the row group's serial Close.
@@ -364,6 +372,43 @@ func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Ar
 		return f.FlushCurrentPage()
 	}
 	return nil
+}
+
+// dictionaryEncoder is the part of arrow-go's dictionary encoder (an
+// internal type) that seeds it with a whole dictionary.
+type dictionaryEncoder interface {
+	PutDictionary(arrow.Array) error
+	NumEntries() int
+}
+
+// writeDictionary writes a low-cardinality string column to a fresh column
+// writer as its dictionary and indices, with the page statistics taken from
+// the dictionary. This is pqarrow's path for an Arrow dictionary array
+// minus its statistics step: pqarrow does not know that every entry is
+// used, and finds the used ones with an Arrow compute "unique" over the
+// indices (a fifth of the fact writer's time, docs/benchmarks.md change
+// 11); stringDictionary's entries are exactly the values present. It
+// reports false, having written nothing, when the writer is no longer
+// dictionary encoding: the caller writes the plain strings.
+func (w *columnWorker) writeDictionary(cw file.ColumnChunkWriter, col *array.String, defs []int16) (bool, error) {
+	enc, ok := cw.CurrentEncoder().(dictionaryEncoder)
+	if !ok || enc.NumEntries() != 0 {
+		return false, nil
+	}
+	values, indices := w.dict.encode(col)
+	defer values.Release()
+	defer indices.Release()
+	if err := enc.PutDictionary(values); err != nil {
+		return false, err
+	}
+	if stats := cw.PageStatistics(); stats != nil {
+		stats.IncNulls(int64(col.NullN()))
+		stats.IncNumValues(int64(col.Len() - col.NullN()))
+		if err := stats.UpdateFromArrow(values, false); err != nil {
+			return false, err
+		}
+	}
+	return true, cw.WriteDictIndices(indices, defs, nil)
 }
 
 // rawSizer is a dictionary encoder's count of the bytes it took since its
@@ -413,11 +458,11 @@ func (w *columnWorker) definitionLevels(arr arrow.Array) []int16 {
 	return defs
 }
 
-// stringDictionary turns a low-cardinality string column into an Arrow
-// dictionary array, which pqarrow writes as the dictionary plus indices.
-// Given the plain strings, arrow-go hashes each value through a memo table
-// that boxes it into an interface: an allocation per value, the largest
-// cost of writing the fact table before this (docs/benchmarks.md).
+// stringDictionary turns a low-cardinality string column into a dictionary
+// and indices, which writeDictionary gives the column writer. Given the
+// plain strings, arrow-go hashes each value through a memo table that
+// boxes it into an interface: an allocation per value, the largest cost of
+// writing the fact table before this (docs/benchmarks.md).
 type stringDictionary struct {
 	mem     memory.Allocator
 	index   map[string]int32
@@ -425,9 +470,9 @@ type stringDictionary struct {
 	indices []int32
 }
 
-var stringDictionaryType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-
-func (d *stringDictionary) encode(col *array.String) arrow.Array {
+// encode returns col's distinct values, in order of first appearance, and
+// each row's index into them (null where col is null).
+func (d *stringDictionary) encode(col *array.String) (values *array.String, indices arrow.Array) {
 	if d.index == nil {
 		d.index = map[string]int32{}
 	}
@@ -457,7 +502,7 @@ func (d *stringDictionary) encode(col *array.String) arrow.Array {
 	}
 	vb := array.NewStringBuilder(d.mem)
 	vb.AppendValues(d.values, nil)
-	values := vb.NewStringArray()
+	values = vb.NewStringArray()
 	vb.Release()
 	// The map and values point into col's buffer: drop them now.
 	clear(d.index)
@@ -476,12 +521,9 @@ func (d *stringDictionary) encode(col *array.String) arrow.Array {
 	}
 	data := array.NewData(arrow.PrimitiveTypes.Int32, n,
 		[]*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx))}, nil, col.NullN(), 0)
-	indices := array.MakeFromData(data)
+	indices = array.MakeFromData(data)
 	data.Release()
-	dict := array.NewDictionaryArray(stringDictionaryType, indices, values)
-	indices.Release()
-	values.Release()
-	return dict
+	return values, indices
 }
 
 // Close stamps the key-value metadata and closes the file durably.

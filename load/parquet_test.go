@@ -216,6 +216,38 @@ func TestParquetWriterEncodings(t *testing.T) {
 	testkit.EqualSets(t, "footer keys", kv, []string{"ARROW:schema", ProvenanceKey})
 }
 
+// TestParquetWriterStatistics: the min, max and null count of every
+// dictionary-encoded string column chunk, and of an integer one, are those
+// of the row group's rows, as DuckDB computes them from the data. The
+// writer sets the dictionary columns' statistics itself (writeDictionary);
+// with a 16-byte dictionary limit they fall back to plain and arrow-go
+// computes them.
+func TestParquetWriterStatistics(t *testing.T) {
+	recs, _ := roundTripRows(t, 0, 3000, 1000)
+	db := duckMemory(t)
+	for _, o := range []writerOptions{defaultWriterOptions(), {workers: 2, dictionaryPageLimit: 16}} {
+		path := filepath.Join(t.TempDir(), "stats.parquet")
+		writeRoundTrip(t, path, o, recs)
+		got := testkit.RowsOf(t, db, `SELECT row_group_id, path_in_schema, stats_min_value, stats_max_value, stats_null_count
+			FROM parquet_metadata(?) WHERE path_in_schema IN ('source', 'model', 'seq')`, path)
+		want := testkit.RowsOf(t, db, `WITH r AS (SELECT seq // 1000 AS g, * FROM read_parquet(?))
+			SELECT g, 'source', min(source), max(source), count(*) - count(source) FROM r GROUP BY g
+			UNION ALL SELECT g, 'model', min(model), max(model), count(*) - count(model) FROM r GROUP BY g
+			UNION ALL SELECT g, 'seq', min(seq), max(seq), 0 FROM r GROUP BY g`, path)
+		if len(want) != 9 {
+			t.Fatalf("expected 3 row groups × 3 columns, got %q", want)
+		}
+		testkit.EqualSets(t, fmt.Sprintf("dictionary limit %d: statistics", o.dictionaryPageLimit), got, want)
+		// The figures themselves, for the first row group: rows 0–999,
+		// model NULL where seq % 7 == 3.
+		first := testkit.One(t, db, `SELECT stats_min_value || '|' || stats_max_value || '|' || stats_null_count
+			FROM parquet_metadata(?) WHERE row_group_id = 0 AND path_in_schema = 'model'`, path)
+		if first != "claude-opus-4|é ✓ 模型|143" {
+			t.Errorf("dictionary limit %d: model statistics of row group 0 = %s", o.dictionaryPageLimit, first)
+		}
+	}
+}
+
 // TestParquetWriterReleasesWriterMemory gives the writer itself a checked
 // allocator: its encoders, pages, the dictionaries built from string
 // columns and the buffered row groups are all released once a row group
