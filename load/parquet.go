@@ -38,10 +38,13 @@ const ProvenanceKey = "kandev_extract.provenance"
 const DefaultRowGroupRows = 128 * 1024
 
 // DataPageBytes is the target size of a data page before compression.
-// arrow-go's default is 1 MiB; at 64 KiB the fact writer is ~20 % faster
-// and allocates half as much (zstd works on inputs that stay in cache), for
-// files ~4 % larger (docs/benchmarks.md, change 8).
-const DataPageBytes = 64 << 10
+// arrow-go's default is 1 MiB; at 64 KiB the fact writer was ~20 % faster
+// and allocated half as much (zstd works on inputs that stay in cache), for
+// files ~4 % larger (docs/benchmarks.md, change 8); at 32 KiB, once the
+// rest of the writer got faster, another ~10 % (change 11: the per-page
+// buffers every column writer grows afresh in each row group are smaller),
+// with files the same size.
+const DataPageBytes = 32 << 10
 
 // ZstdLevel is the zstd level of every column: 1, the fastest encoder
 // (see BenchmarkParquetWriteFact and docs/benchmarks.md).
@@ -91,6 +94,10 @@ func dictionaryFor(f arrow.Field) bool {
 // independent); the row group is then written to the file in column order.
 // This is arrow-go's low-level writer fed through pqarrow.WriteArrowToColumn,
 // which is what pqarrow.FileWriter does one column at a time.
+//
+// Writing a row group to the file is serial, so it is left for the next
+// Write (or Close), which does it on one goroutine while the others
+// prepare the new batch's columns (definition levels, dictionaries).
 type ParquetFile struct {
 	Path string
 	Rows int64
@@ -98,7 +105,11 @@ type ParquetFile struct {
 	w       *file.Writer
 	fields  []arrow.Field
 	workers []*columnWorker
-	order   []int // column indices, largest first (reused)
+	inputs  []columnInput // per column, reused
+	order   []int         // column indices, largest first (reused)
+	// open is the last row group: encoded and compressed, not yet in the
+	// file.
+	open file.BufferedRowGroupWriter
 }
 
 // DefaultWriterWorkers is how many columns of a row group are encoded at
@@ -228,7 +239,7 @@ func createParquet(path string, schema *arrow.Schema, createdBy string, o writer
 		os.Remove(path)
 		return nil, fail(err)
 	}
-	p := &ParquetFile{Path: path, w: w, fields: schema.Fields()}
+	p := &ParquetFile{Path: path, w: w, fields: schema.Fields(), inputs: make([]columnInput, len(schema.Fields()))}
 	for range min(max(o.workers, 1), len(p.fields)) {
 		p.workers = append(p.workers, &columnWorker{
 			ctx:  pqarrow.NewArrowWriteContext(context.Background(), &arrowProps),
@@ -260,10 +271,7 @@ func (p *ParquetFile) writeRowGroup(rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 {
 		return nil
 	}
-	rg, err := p.w.AppendBufferedRowGroupChecked()
-	if err != nil {
-		return fmt.Errorf("parquet %s: %w", p.Path, err)
-	}
+	defer p.releaseInputs()
 	// Largest columns first, so the last column a worker picks is a small
 	// one and the workers finish together.
 	p.order = p.order[:0]
@@ -273,6 +281,43 @@ func (p *ParquetFile) writeRowGroup(rec arrow.RecordBatch) error {
 	slices.SortStableFunc(p.order, func(a, b int) int {
 		return cmp.Compare(arrayBytes(rec.Column(b)), arrayBytes(rec.Column(a)))
 	})
+	// The previous row group goes to the file while the other workers
+	// prepare this batch's columns; its worker joins them when done.
+	var closeErr error
+	closePrevious := func() {
+		if p.open != nil {
+			closeErr = p.open.Close()
+			p.open = nil
+		}
+	}
+	err := p.parallel(closePrevious, func(w *columnWorker, i int) error {
+		w.prepare(&p.inputs[i], rec.Column(i), p.fields[i])
+		return nil
+	})
+	if err = errors.Join(closeErr, err); err != nil {
+		return fmt.Errorf("parquet %s: %w", p.Path, err)
+	}
+	rg, err := p.w.AppendBufferedRowGroupChecked()
+	if err != nil {
+		return fmt.Errorf("parquet %s: %w", p.Path, err)
+	}
+	p.open = rg
+	err = p.parallel(nil, func(w *columnWorker, i int) error {
+		return w.write(rg, i, rec.Column(i), p.fields[i], &p.inputs[i])
+	})
+	if err != nil {
+		return fmt.Errorf("parquet %s: %w", p.Path, err)
+	}
+	p.Rows += rec.NumRows()
+	return nil
+}
+
+// parallel runs task for every column, in p.order, on the column workers
+// (the first on the calling goroutine, after first if that is not nil).
+// A panic in a task — arrow-go panics on some inputs it cannot write — on
+// a worker goroutine would end the process (every installation of the
+// run), so it becomes an error naming the column, like a task's error.
+func (p *ParquetFile) parallel(first func(), task func(w *columnWorker, i int) error) error {
 	var (
 		next atomic.Int64
 		errs = make([]error, len(p.workers))
@@ -280,22 +325,26 @@ func (p *ParquetFile) writeRowGroup(rec arrow.RecordBatch) error {
 	)
 	work := func(k int) {
 		i := -1
-		// arrow-go panics on some inputs it cannot write; on a worker
-		// goroutine that would end the process (every installation of the
-		// run), so it becomes this file's error.
 		defer func() {
 			if r := recover(); r != nil {
-				errs[k] = fmt.Errorf("column %s: arrow-go panicked: %v", p.fields[max(i, 0)].Name, r)
+				if i < 0 {
+					errs[k] = fmt.Errorf("arrow-go panicked: %v", r)
+				} else {
+					errs[k] = fmt.Errorf("column %s: arrow-go panicked: %v", p.fields[i].Name, r)
+				}
 				next.Store(int64(len(p.order)))
 			}
 		}()
+		if k == 0 && first != nil {
+			first()
+		}
 		for {
 			j := int(next.Add(1) - 1)
 			if j >= len(p.order) {
 				return
 			}
 			i = p.order[j]
-			if err := p.workers[k].write(rg, i, rec.Column(i), p.fields[i]); err != nil {
+			if err := task(p.workers[k], i); err != nil {
 				errs[k] = fmt.Errorf("column %s: %w", p.fields[i].Name, err)
 				next.Store(int64(len(p.order)))
 				return
@@ -311,15 +360,13 @@ func (p *ParquetFile) writeRowGroup(rec arrow.RecordBatch) error {
 	}
 	work(0)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("parquet %s: %w", p.Path, err)
+	return errors.Join(errs...)
+}
+
+func (p *ParquetFile) releaseInputs() {
+	for i := range p.inputs {
+		p.inputs[i].release()
 	}
-	// Close writes the buffered, already compressed column chunks in order.
-	if err := rg.Close(); err != nil {
-		return fmt.Errorf("parquet %s: %w", p.Path, err)
-	}
-	p.Rows += rec.NumRows()
-	return nil
 }
 
 // arrayBytes is the size of an array's buffers.
@@ -334,35 +381,63 @@ func arrayBytes(a arrow.Array) int {
 }
 
 // columnWorker encodes column chunks on one goroutine. Its write context
-// holds pqarrow's reused buffers, which must not be shared.
+// holds pqarrow's reused buffers, which must not be shared, and its
+// dictionary map is scratch.
 type columnWorker struct {
 	ctx  context.Context
-	defs []int16
 	dict stringDictionary
+}
+
+// columnInput is one column of the batch being written, prepared for its
+// column writer: its definition levels when nullable, and when it is a
+// dictionary column, its dictionary and indices. The slices are reused
+// from batch to batch.
+type columnInput struct {
+	defs    []int16 // nil for a required column
+	levels  []int16
+	idx     []int32
+	values  *array.String
+	indices arrow.Array
+}
+
+func (in *columnInput) release() {
+	if in.values != nil {
+		in.values.Release()
+		in.indices.Release()
+		in.values, in.indices = nil, nil
+	}
+}
+
+// prepare fills in for column arr of field f: the part of writing a column
+// that needs no column writer.
+func (w *columnWorker) prepare(in *columnInput, arr arrow.Array, f arrow.Field) {
+	in.defs = nil
+	if f.Nullable {
+		in.levels = definitionLevels(in.levels, arr)
+		in.defs = in.levels
+	}
+	if s, ok := arr.(*array.String); ok && dictionaryFor(f) {
+		in.values, in.indices = w.dict.encode(s, &in.idx)
+	}
 }
 
 // pageFlusher is the column writers' FlushCurrentPage, which
 // file.ColumnChunkWriter does not declare but every one of them has.
 type pageFlusher interface{ FlushCurrentPage() error }
 
-func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Array, f arrow.Field) error {
+func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Array, f arrow.Field, in *columnInput) error {
 	cw, err := rg.Column(i)
 	if err != nil {
 		return err
 	}
-	nullable := f.Nullable
-	var defs []int16
-	if nullable {
-		defs = w.definitionLevels(arr)
-	}
 	indices := false // dictionary indices were written
-	if s, ok := arr.(*array.String); ok && dictionaryFor(f) {
-		if indices, err = w.writeDictionary(cw, s, defs); err != nil {
+	if in.values != nil {
+		if indices, err = writeDictionary(cw, in); err != nil {
 			return err
 		}
 	}
 	if !indices {
-		if err := pqarrow.WriteArrowToColumn(w.ctx, cw, arr, defs, nil, nullable); err != nil {
+		if err := pqarrow.WriteArrowToColumn(w.ctx, cw, arr, in.defs, nil, f.Nullable); err != nil {
 			return err
 		}
 	}
@@ -381,34 +456,32 @@ type dictionaryEncoder interface {
 	NumEntries() int
 }
 
-// writeDictionary writes a low-cardinality string column to a fresh column
-// writer as its dictionary and indices, with the page statistics taken from
-// the dictionary. This is pqarrow's path for an Arrow dictionary array
-// minus its statistics step: pqarrow does not know that every entry is
-// used, and finds the used ones with an Arrow compute "unique" over the
-// indices (a fifth of the fact writer's time, docs/benchmarks.md change
-// 11); stringDictionary's entries are exactly the values present. It
-// reports false, having written nothing, when the writer is no longer
-// dictionary encoding: the caller writes the plain strings.
-func (w *columnWorker) writeDictionary(cw file.ColumnChunkWriter, col *array.String, defs []int16) (bool, error) {
+// writeDictionary writes a prepared low-cardinality string column to a
+// fresh column writer as its dictionary and indices, with the page
+// statistics taken from the dictionary. This is pqarrow's path for an
+// Arrow dictionary array minus its statistics step: pqarrow does not know
+// that every entry is used, and finds the used ones with an Arrow compute
+// "unique" over the indices (a fifth of the fact writer's time,
+// docs/benchmarks.md change 11); stringDictionary's entries are exactly the
+// values present. It reports false, having written nothing, when the
+// writer is not dictionary encoding: the caller writes the plain strings.
+func writeDictionary(cw file.ColumnChunkWriter, in *columnInput) (bool, error) {
 	enc, ok := cw.CurrentEncoder().(dictionaryEncoder)
 	if !ok || enc.NumEntries() != 0 {
 		return false, nil
 	}
-	values, indices := w.dict.encode(col)
-	defer values.Release()
-	defer indices.Release()
-	if err := enc.PutDictionary(values); err != nil {
+	if err := enc.PutDictionary(in.values); err != nil {
 		return false, err
 	}
 	if stats := cw.PageStatistics(); stats != nil {
-		stats.IncNulls(int64(col.NullN()))
-		stats.IncNumValues(int64(col.Len() - col.NullN()))
-		if err := stats.UpdateFromArrow(values, false); err != nil {
+		n, nulls := in.indices.Len(), in.indices.NullN()
+		stats.IncNulls(int64(nulls))
+		stats.IncNumValues(int64(n - nulls))
+		if err := stats.UpdateFromArrow(in.values, false); err != nil {
 			return false, err
 		}
 	}
-	return true, cw.WriteDictIndices(indices, defs, nil)
+	return true, cw.WriteDictIndices(in.indices, in.defs, nil)
 }
 
 // rawSizer is a dictionary encoder's count of the bytes it took since its
@@ -434,14 +507,14 @@ func holdsValues(cw file.ColumnChunkWriter, gaveIndices bool) bool {
 	return enc.EstimatedDataEncodedSize() > 0
 }
 
-// definitionLevels are a flat nullable column's Parquet definition levels:
-// 1 for a value, 0 for a null.
-func (w *columnWorker) definitionLevels(arr arrow.Array) []int16 {
+// definitionLevels are a flat nullable column's Parquet definition levels
+// (1 for a value, 0 for a null), in defs if it is large enough.
+func definitionLevels(defs []int16, arr arrow.Array) []int16 {
 	n := arr.Len()
-	if cap(w.defs) < n {
-		w.defs = make([]int16, n)
+	if cap(defs) < n {
+		defs = make([]int16, n)
 	}
-	defs := w.defs[:n]
+	defs = defs[:n]
 	if arr.NullN() == 0 {
 		for j := range defs {
 			defs[j] = 1
@@ -464,23 +537,22 @@ func (w *columnWorker) definitionLevels(arr arrow.Array) []int16 {
 // boxes it into an interface: an allocation per value, the largest cost of
 // writing the fact table before this (docs/benchmarks.md).
 type stringDictionary struct {
-	mem     memory.Allocator
-	index   map[string]int32
-	values  []string
-	indices []int32
+	mem    memory.Allocator
+	index  map[string]int32
+	values []string
 }
 
 // encode returns col's distinct values, in order of first appearance, and
-// each row's index into them (null where col is null).
-func (d *stringDictionary) encode(col *array.String) (values *array.String, indices arrow.Array) {
+// each row's index into them (null where col is null), held in *scratch.
+func (d *stringDictionary) encode(col *array.String, scratch *[]int32) (values *array.String, indices arrow.Array) {
 	if d.index == nil {
 		d.index = map[string]int32{}
 	}
 	n := col.Len()
-	if cap(d.indices) < n {
-		d.indices = make([]int32, n)
+	if cap(*scratch) < n {
+		*scratch = make([]int32, n)
 	}
-	idx := d.indices[:n]
+	idx := (*scratch)[:n]
 	last, lastIdx := "", int32(-1)
 	for j := range idx {
 		if col.IsNull(j) {
@@ -526,8 +598,16 @@ func (d *stringDictionary) encode(col *array.String) (values *array.String, indi
 	return values, indices
 }
 
-// Close stamps the key-value metadata and closes the file durably.
+// Close writes the last row group, stamps the key-value metadata and
+// closes the file durably.
 func (p *ParquetFile) Close(meta map[string]string) error {
+	if p.open != nil {
+		err := p.open.Close()
+		p.open = nil
+		if err != nil {
+			return fmt.Errorf("parquet %s: %w", p.Path, err)
+		}
+	}
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
 		keys = append(keys, k)
