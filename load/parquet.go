@@ -281,27 +281,32 @@ func (p *ParquetFile) writeRowGroup(rec arrow.RecordBatch) error {
 	slices.SortStableFunc(p.order, func(a, b int) int {
 		return cmp.Compare(arrayBytes(rec.Column(b)), arrayBytes(rec.Column(a)))
 	})
-	// The previous row group goes to the file while the other workers
-	// prepare this batch's columns; its worker joins them when done.
-	var closeErr error
-	closePrevious := func() {
+	// The previous row group goes to the file, and this one's column
+	// writers are made, while the other workers prepare this batch's
+	// columns; the first worker joins them when done.
+	var (
+		rg        file.BufferedRowGroupWriter
+		serialErr error
+	)
+	nextRowGroup := func() {
 		if p.open != nil {
-			closeErr = p.open.Close()
+			err := p.open.Close()
 			p.open = nil
+			if err != nil {
+				serialErr = err
+				return
+			}
 		}
+		rg, serialErr = p.w.AppendBufferedRowGroupChecked()
+		p.open = rg
 	}
-	err := p.parallel(closePrevious, func(w *columnWorker, i int) error {
+	err := p.parallel(nextRowGroup, func(w *columnWorker, i int) error {
 		w.prepare(&p.inputs[i], rec.Column(i), p.fields[i])
 		return nil
 	})
-	if err = errors.Join(closeErr, err); err != nil {
+	if err = errors.Join(serialErr, err); err != nil {
 		return fmt.Errorf("parquet %s: %w", p.Path, err)
 	}
-	rg, err := p.w.AppendBufferedRowGroupChecked()
-	if err != nil {
-		return fmt.Errorf("parquet %s: %w", p.Path, err)
-	}
-	p.open = rg
 	err = p.parallel(nil, func(w *columnWorker, i int) error {
 		return w.write(rg, i, rec.Column(i), p.fields[i], &p.inputs[i])
 	})
