@@ -543,12 +543,12 @@ func definitionLevels(defs []int16, arr arrow.Array) []int16 {
 		}
 		return defs
 	}
+	// Straight from the validity bitmap: arr.IsValid per value was most
+	// of this function's time.
+	bits, off := arr.NullBitmapBytes(), arr.Data().Offset()
 	for j := range defs {
-		if arr.IsValid(j) {
-			defs[j] = 1
-		} else {
-			defs[j] = 0
-		}
+		k := off + j
+		defs[j] = int16(bits[k>>3] >> (k & 7) & 1)
 	}
 	return defs
 }
@@ -563,6 +563,11 @@ type stringDictionary struct {
 	index  map[string]int32
 	values []string
 }
+
+// linearDictionary is the dictionary size up to which a value is looked up
+// by comparing it with each entry (a length check, mostly) rather than by
+// hashing it: statuses and classifications have a handful of values.
+const linearDictionary = 8
 
 // encode returns col's distinct values, in order of first appearance, and
 // each row's index into them (null where col is null), held in *scratch.
@@ -586,7 +591,20 @@ func (d *stringDictionary) encode(col *array.String, scratch *[]int32) (values *
 			idx[j] = lastIdx
 			continue
 		}
-		k, ok := d.index[v]
+		var (
+			k  int32
+			ok bool
+		)
+		if len(d.values) <= linearDictionary {
+			for x, known := range d.values {
+				if known == v {
+					k, ok = int32(x), true
+					break
+				}
+			}
+		} else {
+			k, ok = d.index[v]
+		}
 		if !ok {
 			k = int32(len(d.values))
 			d.index[v] = k

@@ -359,10 +359,10 @@ func TestParquetWriterWrongBatchIsAnError(t *testing.T) {
 }
 
 // TestParquetWriterSplitsLargeBatches: a batch above DefaultRowGroupRows
-// becomes several row groups, and every row reads back once.
+// becomes several row groups, and every row reads back once, as written.
 func TestParquetWriterSplitsLargeBatches(t *testing.T) {
 	n := DefaultRowGroupRows + 5
-	recs, _ := roundTripRows(t, 0, n, n)
+	recs, lines := roundTripRows(t, 0, n, n)
 	path := filepath.Join(t.TempDir(), "big.parquet")
 	writeRoundTrip(t, path, defaultWriterOptions(), recs)
 	db := duckMemory(t)
@@ -372,5 +372,68 @@ func TestParquetWriterSplitsLargeBatches(t *testing.T) {
 	want := fmt.Sprintf("%d|%d|0|%d", n, n, n-1)
 	if got := testkit.One(t, db, `SELECT count(*), count(DISTINCT seq), min(seq), max(seq) FROM read_parquet(?)`, path); got != want {
 		t.Errorf("read back %s, want %s", got, want)
+	}
+	// The second row group is a slice (its arrays start at an offset):
+	// its nulls and values are where they belong.
+	got := testkit.RowsOf(t, db, `SELECT seq, subagent_id, source, model, total_tokens, is_async,
+		strftime(observed_at AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%fZ'),
+		strftime(settled_at AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%fZ')
+		FROM read_parquet(?)`, path)
+	testkit.EqualSets(t, "rows", got, normalizeMicros(lines))
+}
+
+// TestStringDictionary: a column's distinct values in order of first
+// appearance, and per row the index of its value (null for a null) — below
+// and above linearDictionary entries, where the lookup switches from
+// comparisons to the map, and again for a second column with the same
+// scratch.
+func TestStringDictionary(t *testing.T) {
+	d := stringDictionary{mem: memory.NewGoAllocator()}
+	var scratch []int32
+	for _, distinct := range []int{3, linearDictionary, linearDictionary + 1, 40} {
+		b := array.NewStringBuilder(memory.NewGoAllocator())
+		var rows []string
+		for i := range 500 {
+			if i%9 == 4 {
+				b.AppendNull()
+				rows = append(rows, "NULL")
+				continue
+			}
+			v := fmt.Sprintf("value-%02d", (i*7)%distinct)
+			if i%5 == 0 {
+				v = fmt.Sprintf("value-%02d", (i/5)%distinct) // runs and revisits
+			}
+			b.Append(v)
+			rows = append(rows, v)
+		}
+		col := b.NewStringArray()
+		b.Release()
+		values, indices := d.encode(col, &scratch)
+		if values.Len() != distinct {
+			t.Errorf("%d distinct: dictionary of %d", distinct, values.Len())
+		}
+		seen := map[string]bool{}
+		for i := range values.Len() {
+			if seen[values.Value(i)] {
+				t.Errorf("%d distinct: %q twice in the dictionary", distinct, values.Value(i))
+			}
+			seen[values.Value(i)] = true
+		}
+		idx := indices.(*array.Int32)
+		for i, want := range rows {
+			got := "NULL"
+			if idx.IsValid(i) {
+				got = values.Value(int(idx.Value(i)))
+			}
+			if got != want {
+				t.Fatalf("%d distinct: row %d decodes to %q, want %q", distinct, i, got, want)
+			}
+		}
+		if first := values.Value(0); first != rows[0] {
+			t.Errorf("%d distinct: first entry %q, want the first row's %q", distinct, first, rows[0])
+		}
+		values.Release()
+		indices.Release()
+		col.Release()
 	}
 }
