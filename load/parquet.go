@@ -645,6 +645,7 @@ func (p *ParquetFile) Close(meta map[string]string) error {
 		err := p.open.Close()
 		p.open = nil
 		if err != nil {
+			p.w.Close() // releases the file; its content no longer matters
 			return fmt.Errorf("parquet %s: %w", p.Path, err)
 		}
 	}
@@ -655,6 +656,7 @@ func (p *ParquetFile) Close(meta map[string]string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if err := p.w.AppendKeyValueMetadata(k, meta[k]); err != nil {
+			p.w.Close()
 			return fmt.Errorf("parquet %s: metadata: %w", p.Path, err)
 		}
 	}
