@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -171,5 +173,47 @@ func TestParquetWriterDoesNotKeepTheBatch(t *testing.T) {
 			t.Errorf("%d workers: the file differs when the batches are overwritten after Write (%d vs %d bytes)", workers, len(b), len(a))
 		}
 		scribbled, _ = roundTripRows(t, 0, 4096, 1024)
+	}
+}
+
+// refusingSink accepts the first limit bytes and then fails like a full
+// disk, and records whether it was closed.
+type refusingSink struct {
+	limit  int
+	closed bool
+}
+
+func (s *refusingSink) Write(b []byte) (int, error) {
+	if len(b) > s.limit {
+		n := s.limit
+		s.limit = 0
+		return n, &os.PathError{Op: "write", Path: "sink", Err: syscall.ENOSPC}
+	}
+	s.limit -= len(b)
+	return len(b), nil
+}
+func (s *refusingSink) Sync() error  { return nil }
+func (s *refusingSink) Close() error { s.closed = true; return nil }
+
+// TestParquetWriterLastRowGroupFails: the last row group goes to the file
+// in Close; when the disk refuses it, Close reports the error and still
+// closes the file.
+func TestParquetWriterLastRowGroupFails(t *testing.T) {
+	recs, _ := roundTripRows(t, 0, 50_000, 50_000) // a row group larger than the 256 KiB file buffer
+	sink := &refusingSink{limit: 1 << 10}
+	SetCreateFile(t, func(string) (FileSink, error) { return sink, nil })
+	pf, err := createParquet(filepath.Join(t.TempDir(), "full.parquet"), roundTripSchema, "full", defaultWriterOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.Write(recs[0]); err != nil {
+		t.Fatalf("Write: %v (the row group is written by Close)", err)
+	}
+	err = pf.Close(nil)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Errorf("Close = %v, want the full disk", err)
+	}
+	if !sink.closed {
+		t.Error("the file was left open")
 	}
 }
