@@ -87,13 +87,6 @@ func dictionaryFor(f arrow.Field) bool {
 	return true
 }
 
-// deltaFor reports whether a column is DELTA_BINARY_PACKED: timestamps and
-// the metrics, whose neighbouring values are close. On the fact table this
-// made files 37 % smaller and the writer ~10 % faster than plain values
-// through zstd, which finds little to share in 8-byte microsecond
-// instants (docs/benchmarks.md, change 12).
-func deltaFor(f arrow.Field) bool { return f.Type.ID() == arrow.TIMESTAMP || metrics[f.Name] }
-
 // ParquetFile writes one table's rows for one run.
 //
 // Each record batch becomes one row group whose columns are encoded and
@@ -182,8 +175,8 @@ func defaultWriterOptions() writerOptions {
 }
 
 // writerProperties are the Parquet settings of every file: zstd at
-// ZstdLevel, dictionary encoding where dictionaryFor says so, delta
-// encoding where deltaFor does, statistics where statisticsFor says so.
+// ZstdLevel, dictionary encoding where dictionaryFor says so, statistics
+// where statisticsFor says so.
 func writerProperties(schema *arrow.Schema, createdBy string, o writerOptions) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
@@ -210,9 +203,6 @@ func writerProperties(schema *arrow.Schema, createdBy string, o writerOptions) *
 		}
 		if !statisticsFor(f) {
 			opts = append(opts, parquet.WithStatsFor(f.Name, false))
-		}
-		if deltaFor(f) {
-			opts = append(opts, parquet.WithEncodingFor(f.Name, parquet.Encodings.DeltaBinaryPacked))
 		}
 	}
 	return parquet.NewWriterProperties(opts...)
@@ -516,13 +506,6 @@ type rawSizer interface{ ObservedRawSize() int64 }
 // encoder).
 func holdsValues(cw file.ColumnChunkWriter, gaveIndices bool) bool {
 	enc := cw.CurrentEncoder()
-	if enc.Encoding() == parquet.Encodings.DeltaBinaryPacked {
-		// Its size estimate is what it has written out, and is left stale
-		// by a page flush until its next value: it cannot say whether it
-		// holds values. The row group's Close flushes what it holds (by
-		// arrow-go's own count), overlapping the next batch's preparation.
-		return false
-	}
 	if d, ok := enc.(rawSizer); ok {
 		return d.ObservedRawSize() > 0 || gaveIndices
 	}

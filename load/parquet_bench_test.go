@@ -233,12 +233,8 @@ func columnChunks(tb testing.TB, path string) [][]byte {
 
 // TestParquetWriterReleasesArrowMemory writes a few thousand fact rows
 // through the real transformer and Parquet writer with a checked Arrow
-// allocator: every buffer a batch allocated is released once written. The
-// file is read back with arrow-go's reader (one we did not write) on its
-// own allocator: its DELTA_BINARY_PACKED decoder does not release the
-// 64-byte buffers deltaBitPackDecoder.initBlock allocates (arrow-go
-// v18.8.0, seen with a checked allocator); nothing in kandev-extract reads
-// Parquet with arrow-go.
+// allocator: every buffer a batch allocated is released once written, and
+// reading the file back releases everything too.
 func TestParquetWriterReleasesArrowMemory(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	path := filepath.Join(t.TempDir(), "fact", "part-0.parquet")
@@ -264,7 +260,7 @@ func TestParquetWriterReleasesArrowMemory(t *testing.T) {
 	if got, want := rdr.NumRowGroups(), (rows+batch-1)/batch; got != want {
 		t.Errorf("%d row groups, want one per batch: %d", got, want)
 	}
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1000}, memory.NewGoAllocator())
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1000}, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,4 +272,5 @@ func TestParquetWriterReleasesArrowMemory(t *testing.T) {
 		t.Errorf("read back %d rows × %d columns", tbl.NumRows(), tbl.NumCols())
 	}
 	tbl.Release()
+	mem.AssertSize(t, 0)
 }
