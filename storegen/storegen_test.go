@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kandev/kandev-extract/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/demo/kandev-demo.db from DemoOptions()")
@@ -33,16 +35,6 @@ func generateTo(t *testing.T, o Options) (string, Stats) {
 		t.Fatalf("Generate: %v", err)
 	}
 	return path, st
-}
-
-func openRO(t *testing.T, path string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 func qInt(t *testing.T, db *sql.DB, q string, args ...any) int64 {
@@ -87,7 +79,7 @@ func TestTimestampText(t *testing.T) {
 
 func TestDemoPopulation(t *testing.T) {
 	path, st := generateTo(t, DemoOptions())
-	db := openRO(t, path)
+	db := testkit.SourceDB(t, path)
 
 	// Sizes.
 	d := DemoOptions()
@@ -429,7 +421,7 @@ func TestDemoStoreUpToDate(t *testing.T) {
 func TestScaled(t *testing.T) {
 	o := LargeOptions(0.001)
 	path, st := generateTo(t, o)
-	db := openRO(t, path)
+	db := testkit.SourceDB(t, path)
 	for table, want := range map[string]int{
 		"tasks": o.Sessions, "task_sessions": o.Sessions, "task_session_turns": o.Turns,
 		"task_session_subagents": o.Subagents, "task_session_messages": o.Messages,
@@ -496,7 +488,7 @@ func TestVariants(t *testing.T) {
 	o.MetaOverrides = map[string]string{KeyCaptureSince: "2026-02-24T07:12:00Z", KeyExecutionSince: "2026-03-01T00:00:00.555555555Z"}
 	o.MetaDelete = []string{KeyBackfillThrough}
 	path, st := generateTo(t, o)
-	db := openRO(t, path)
+	db := testkit.SourceDB(t, path)
 	eq(t, "'' metadata", qInt(t, db, "SELECT COUNT(*) FROM task_session_messages WHERE metadata = ''"), 1)
 	eq(t, "'null' metadata", qInt(t, db, "SELECT COUNT(*) FROM task_session_messages WHERE metadata = 'null'"), 1)
 	eq(t, "message metadata indexes", qInt(t, db, `SELECT COUNT(*) FROM sqlite_master
@@ -512,7 +504,7 @@ func TestVariants(t *testing.T) {
 	o = LargeOptions(0.0005)
 	o.CaptureSince = time.Time{}
 	path, st = generateTo(t, o)
-	db = openRO(t, path)
+	db = testkit.SourceDB(t, path)
 	eq(t, "backfill rows", st.BackfillRows, 0)
 	eq(t, "subagent keys", qInt(t, db, "SELECT COUNT(*) FROM kandev_meta WHERE key LIKE 'subagent_context_%'"), 0)
 	eq(t, "rows", qInt(t, db, "SELECT COUNT(*) FROM task_session_subagents WHERE source = 'live'"), int64(o.Subagents))
@@ -571,7 +563,7 @@ func TestLargeScale(t *testing.T) {
 	path, st := generateTo(t, o)
 	t.Logf("scale %g: %v, %d bytes, rows %v, backfill %d, live %d (unknown %d), collisions %d",
 		scale, time.Since(start).Round(time.Millisecond), st.Bytes, st.Rows, st.BackfillRows, st.LiveRows, st.UnknownLiveRows, st.CollisionRows)
-	db := openRO(t, path)
+	db := testkit.SourceDB(t, path)
 	for table, want := range map[string]int{
 		"task_sessions": o.Sessions, "task_session_turns": o.Turns,
 		"task_session_subagents": o.Subagents, "task_session_messages": o.Messages,
