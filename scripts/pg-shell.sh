@@ -7,8 +7,9 @@
 # same durability-off settings as internal/pgtest), loads FIXTURE into
 # database "kandev" if given, and runs psql on it; everything is stopped and
 # removed when psql exits. FIXTURE is a path to a plain pg_dump file or a
-# name in ../shared/fixtures/kandev (or $KANDEV_FIXTURES), with or without
-# .pg.sql: e.g. `scripts/pg-shell.sh fresh-activated`. PSQL_ARGS run
+# name in the repository's testdata/kandev (or $KANDEV_FIXTURES, the same
+# override internal/pgtest honours), with or without .pg.sql: e.g.
+# `scripts/pg-shell.sh fresh-activated`. PSQL_ARGS run
 # non-interactively, e.g. `-- -c 'SELECT * FROM kandev_meta'`.
 # As root, the server runs as the "postgres" user (PostgreSQL refuses root).
 set -euo pipefail
@@ -34,7 +35,7 @@ psql=$pg_bin/psql
 [ -x "$psql" ] || psql=$(command -v psql)
 
 if [ -n "$fixture" ] && [ ! -f "$fixture" ]; then
-  fixdir=${KANDEV_FIXTURES:-$repo/../shared/fixtures/kandev}
+  fixdir=${KANDEV_FIXTURES:-$repo/testdata/kandev}
   for cand in "$fixdir/$fixture" "$fixdir/$fixture.pg.sql"; do
     [ -f "$cand" ] && { fixture=$cand; break; }
   done

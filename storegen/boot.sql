@@ -1,7 +1,8 @@
 -- Boot-time rows Kandev's own boot chain writes into the small settings tables
 -- (executors, executor profiles, the local environment, the default user,
 -- editors, notification migrations, telemetry contract activations), copied
--- from /work/shared/fixtures/kandev/fresh-activated.db with every wall-clock
+-- from testdata/kandev/fresh-activated.db (written by Kandev's own code at
+-- Kandev commit cd9fa0e6, see testdata/kandev/README.md) with every wall-clock
 -- timestamp replaced by the @BOOT@ placeholder, which storegen substitutes
 -- with the store's boot instant (mattn timestamp text).
 --

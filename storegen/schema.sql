@@ -1,7 +1,7 @@
 -- Kandev SQLite schema at Kandev commit cd9fa0e603c56e1122b4387ab260ce9fe8c5a3bf
 -- (apps/backend, version string "dev"), as created by Kandev's own boot chain.
 --
--- Extracted verbatim from /work/shared/fixtures/kandev/legacy-second-precision.db
+-- Extracted verbatim from testdata/kandev/legacy-second-precision.db
 -- (identical to fresh-activated.db plus the two message-metadata expression
 -- indexes that the fixtures holding a blank ('') metadata row had to drop):
 --

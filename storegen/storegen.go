@@ -3,7 +3,8 @@
 // Kandev's own code wrote), timestamp text exactly as mattn/go-sqlite3 writes
 // it, kandev_meta activation keys as RFC3339Nano text, and message / subagent
 // rows shaped like the ones Kandev's repository code writes (see
-// /work/shared/fixtures/kandev/README.md).
+// testdata/kandev/README.md: stores Kandev's own code wrote at commit
+// cd9fa0e6).
 //
 // It serves two purposes: DemoOptions reproduces the subagent-context spec's
 // reference population exactly (a small, checked-in demo store), and

@@ -1,7 +1,7 @@
 package storegen
 
 // Filler vocabulary. The values follow the ones Kandev's own repository code
-// wrote into /work/shared/fixtures/kandev/fresh-activated.db. Content is
+// wrote, at Kandev commit cd9fa0e6, into testdata/kandev/fresh-activated.db. Content is
 // never needed by an extractor (it must not copy it); it is present so the
 // store looks like a real one.
 

@@ -212,27 +212,63 @@ func TestFindBinaries(t *testing.T) {
 	}
 }
 
-func TestSharedFixturesDir(t *testing.T) {
+// FixturesDir finds the repository's own testdata/kandev (two levels up
+// from this package), whatever directory the clone sits in.
+func TestFixturesDir(t *testing.T) {
 	t.Setenv(FixturesEnv, "")
-	d, err := SharedFixturesDir()
+	d, err := FixturesDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(d, "fresh-activated.pg.sql")); err != nil {
-		t.Errorf("walk-up found %s without fresh-activated.pg.sql: %v", d, err)
+	want, err := filepath.Abs(filepath.Join("..", "..", "testdata", "kandev"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if filepath.Base(filepath.Dir(filepath.Dir(d))) != "shared" {
-		t.Errorf("found %s, want .../shared/fixtures/kandev", d)
+	if d != want {
+		t.Errorf("FixturesDir() = %s, want %s", d, want)
+	}
+	for _, name := range []string{"fresh-activated.pg.sql", "upgraded-backfill.pg.sql", "SHA256SUMS"} {
+		if _, err := os.Stat(filepath.Join(d, name)); err != nil {
+			t.Errorf("fixture %s: %v", name, err)
+		}
 	}
 
 	other := t.TempDir()
 	t.Setenv(FixturesEnv, other)
-	if got, err := SharedFixturesDir(); err != nil || got != other {
+	if got, err := FixturesDir(); err != nil || got != other {
 		t.Errorf("with %s=%s: %q, %v", FixturesEnv, other, got, err)
 	}
 	t.Setenv(FixturesEnv, filepath.Join(other, "missing"))
-	if _, err := SharedFixturesDir(); err == nil {
+	if _, err := FixturesDir(); err == nil {
 		t.Error("missing KANDEV_FIXTURES dir: no error")
+	}
+}
+
+// The walk stops at the first go.mod: a nested module root without
+// testdata/kandev is an error naming it, and no go.mod at all is an error.
+func TestFixturesDirFrom(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fixturesDirFrom(deep); err == nil || !strings.Contains(err.Error(), "no go.mod") {
+		t.Errorf("no go.mod above %s: err = %v", deep, err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fixturesDirFrom(deep); err == nil || !strings.Contains(err.Error(), "no testdata/kandev") {
+		t.Errorf("module root without fixtures: err = %v", err)
+	}
+	fix := filepath.Join(root, "testdata", "kandev")
+	if err := os.MkdirAll(fix, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{root, deep} {
+		if got, err := fixturesDirFrom(from); err != nil || got != fix {
+			t.Errorf("fixturesDirFrom(%s) = %q, %v; want %s", from, got, err, fix)
+		}
 	}
 }
 

@@ -51,7 +51,7 @@ func meta(t *testing.T, conn *pgx.Conn, key string) (string, bool) {
 }
 
 // The values below are read from the dump itself (COPY public.kandev_meta
-// and the COPY row counts), and agree with shared/fixtures/kandev/README.md.
+// and the COPY row counts), and agree with testdata/kandev/README.md.
 func TestFreshActivatedDump(t *testing.T) {
 	start := time.Now()
 	c := pgtest.Shared(t)

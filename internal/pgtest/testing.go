@@ -215,15 +215,15 @@ func databaseName(seq int64, testName string) string {
 	return b.String()
 }
 
-// FixturesEnv overrides the fixtures directory SharedFixturesDir finds.
+// FixturesEnv overrides the fixtures directory FixturesDir finds.
 const FixturesEnv = "KANDEV_FIXTURES"
 
-// SharedFixturesDir locates the kandev fixtures: $KANDEV_FIXTURES if set,
-// else the first <ancestor>/../shared/fixtures/kandev walking up from the
-// working directory (a test's package dir). The repository's shared/ lives
-// beside the clone, so from /work/main/internal/pgtest this finds
-// /work/shared/fixtures/kandev.
-func SharedFixturesDir() (string, error) {
+// FixturesDir locates the real Kandev stores the tests load: $KANDEV_FIXTURES
+// if set, else testdata/kandev of the module root, the first directory
+// holding go.mod walking up from the working directory (a test's package
+// directory). The fixtures are part of the repository, so a clone anywhere
+// finds them.
+func FixturesDir() (string, error) {
 	if d := os.Getenv(FixturesEnv); d != "" {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			return "", fmt.Errorf("pgtest: %s=%s is not a directory", FixturesEnv, d)
@@ -234,24 +234,31 @@ func SharedFixturesDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("pgtest: %w", err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		cand := filepath.Join(filepath.Dir(d), "shared", "fixtures", "kandev")
-		if fi, err := os.Stat(cand); err == nil && fi.IsDir() {
-			return cand, nil
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	return "", fmt.Errorf("pgtest: no ../shared/fixtures/kandev found walking up from %s; set %s", wd, FixturesEnv)
+	return fixturesDirFrom(wd)
 }
 
-// Fixture returns the path of a file in SharedFixturesDir, failing t if the
+// fixturesDirFrom is FixturesDir's walk up from dir to the module root.
+func fixturesDirFrom(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			fix := filepath.Join(d, "testdata", "kandev")
+			if fi, err := os.Stat(fix); err != nil || !fi.IsDir() {
+				return "", fmt.Errorf("pgtest: module root %s has no testdata/kandev directory; set %s", d, FixturesEnv)
+			}
+			return fix, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("pgtest: no go.mod found walking up from %s; set %s", dir, FixturesEnv)
+		}
+	}
+}
+
+// Fixture returns the path of a file in FixturesDir, failing t if the
 // directory or file is missing (fixtures are part of the checkout, so this
 // fails rather than skips, in CI and locally alike).
 func Fixture(t testing.TB, name string) string {
 	t.Helper()
-	dir, err := SharedFixturesDir()
+	dir, err := FixturesDir()
 	if err != nil {
 		t.Fatal(err)
 	}
