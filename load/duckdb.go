@@ -28,44 +28,131 @@ var baseComments = map[string]string{
 	"rejects":                 "Source values the extractor refused or flagged: table, row id, column, raw value, reason, and the action: quarantined_row (not in the fact), nulled_value (kept as NULL), replaced_value (repaired, e.g. invalid UTF-8), flagged (kept as is: orphan, duplicate key, non-UTC offset).",
 }
 
-// BuildDatabase rebuilds warehouse.duckdb from the committed manifests. It
-// builds a new file beside the old one and renames it into place, so an
-// analyst holding the old file open is never blocked and never sees a half
-// build; the old file stays readable to them until they reopen.
-func BuildDatabase(ctx context.Context, dir string) error {
-	manifests, err := ReadManifests(dir)
+// Rebuilt says what the rebuilt warehouse.duckdb serves and what it does
+// not.
+type Rebuilt struct {
+	// Problems are the manifests not served: quarantined (now or before),
+	// refused, and committed runs whose files failed verification now.
+	Problems []ManifestProblem
+	// Expired are the runs retention removes once the new database is in
+	// place (Prune); the database already leaves them out.
+	Expired []models.Manifest
+}
+
+// Rebuild builds warehouse.duckdb anew from the valid manifests, every
+// committed run's files verified against their recorded size and SHA-256
+// first, and the runs retention will expire (keep served runs per
+// installation; 0 keeps all) left out. The tables are materialized in the
+// database, so it is self-contained: a moved or copied warehouse works,
+// pruning never breaks a served database, and an analyst's open session
+// keeps the old file's data until it reopens. The new file is built in
+// _build/, checked, and renamed over the old one after any write-ahead log
+// of the old one is removed (DuckDB would otherwise replay it onto the new
+// file); then it is opened once more to prove it is readable.
+func (w *Warehouse) Rebuild(ctx context.Context, keep int) (Rebuilt, error) {
+	var out Rebuilt
+	set, err := ScanManifests(w.Dir)
+	if err != nil {
+		return out, err
+	}
+	out.Problems = append(w.quarantined(), set.Problems...)
+	unserved := map[[2]string]bool{}
+	rows := make([]runRow, 0, len(set.Valid))
+	for _, m := range set.Valid {
+		r := runRow{m: m}
+		if m.Status == models.RunCommitted {
+			if err := verifyRun(w.Dir, m); err != nil {
+				r.problem = err.Error()
+				unserved[[2]string{m.InstallationID, m.RunID}] = true
+				out.Problems = append(out.Problems, ManifestProblem{
+					Path:         filepath.ToSlash(filepath.Join(runsDir, m.InstallationID, m.RunID+".json")),
+					Installation: m.InstallationID, Run: m.RunID, Action: ProblemUnverified, Reason: err.Error()})
+			} else {
+				r.served = true
+			}
+		}
+		rows = append(rows, r)
+	}
+	out.Expired = expire(set.Valid, keep, unserved)
+	gone := map[[2]string]bool{}
+	for _, m := range out.Expired {
+		gone[[2]string{m.InstallationID, m.RunID}] = true
+	}
+	files := map[string][]string{}
+	order := map[string]int64{}
+	kept := rows[:0]
+	for _, r := range rows {
+		if gone[[2]string{r.m.InstallationID, r.m.RunID}] {
+			continue
+		}
+		order[r.m.InstallationID]++
+		r.order = order[r.m.InstallationID]
+		if r.served {
+			for t := range r.m.Files {
+				files[t] = append(files[t], filepath.Join(w.Dir, fileRel(t, r.m.InstallationID, r.m.RunID)))
+			}
+		}
+		kept = append(kept, r)
+	}
+	rows = kept
+	if err := w.removeAll(buildDir); err != nil {
+		return out, err
+	}
+	dir, err := w.mkdirs(buildDir)
+	if err != nil {
+		return out, err
+	}
+	tmp := filepath.Join(dir, DatabaseFile)
+	final := filepath.Join(w.Dir, DatabaseFile)
+	if err := buildInto(ctx, tmp, rows, out.Problems, files); err != nil {
+		w.removeAll(buildDir)
+		return out, fmt.Errorf("build %s: %w", final, err)
+	}
+	if _, err := os.Lstat(tmp + ".wal"); err == nil {
+		return out, fmt.Errorf("build %s: a write-ahead log remained after the checkpoint", final)
+	}
+	if err := syncFilePath(tmp); err != nil {
+		return out, fmt.Errorf("build %s: %w", final, err)
+	}
+	CrashPoint("database built")
+	// The old file's log would be replayed onto the new file: it goes
+	// first. A crash between the two leaves the old file without its
+	// uncheckpointed changes (an analyst's, never the extractor's).
+	if err := w.remove(DatabaseFile + ".wal"); err != nil {
+		return out, fmt.Errorf("build %s: remove the old database's write-ahead log: %w", final, err)
+	}
+	if _, err := w.inside(DatabaseFile, true); err != nil {
+		return out, err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return out, fmt.Errorf("build %s: %w", final, err)
+	}
+	syncDir(w.Dir)
+	CrashPoint("database in place")
+	w.removeAll(buildDir)
+	if err := checkDatabase(ctx, final); err != nil {
+		return out, fmt.Errorf("the rebuilt %s cannot be read: %w", final, err)
+	}
+	return out, nil
+}
+
+// checkDatabase opens a database read-only and reads its runs table.
+func checkDatabase(ctx context.Context, path string) error {
+	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return err
 	}
-	files := map[string][]string{}
-	var committed []models.Manifest
-	for _, m := range manifests {
-		if m.Status != models.RunCommitted {
-			continue
-		}
-		committed = append(committed, m)
-		for t, rel := range m.Files {
-			files[t] = append(files[t], filepath.Join(dir, rel))
-		}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
 	}
-	final := filepath.Join(dir, DatabaseFile)
-	tmp := final + ".tmp"
-	os.Remove(tmp)
-	os.Remove(tmp + ".wal")
-	if err := buildInto(ctx, tmp, manifests, files, committed); err != nil {
-		os.Remove(tmp)
-		os.Remove(tmp + ".wal")
-		return fmt.Errorf("build %s: %w", final, err)
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `ATTACH `+quote(path)+` AS warehouse (READ_ONLY)`); err != nil {
+		return err
 	}
-	if err := syncFilePath(tmp); err != nil {
-		return fmt.Errorf("build %s: %w", final, err)
-	}
-	CrashPoint("database built")
-	if err := os.Rename(tmp, final); err != nil {
-		return fmt.Errorf("build %s: %w", final, err)
-	}
-	syncDir(dir)
-	return nil
+	var n int64
+	return conn.QueryRowContext(ctx, `SELECT count(*) FROM warehouse.runs`).Scan(&n)
 }
 
 func syncFilePath(p string) error {
@@ -77,8 +164,18 @@ func syncFilePath(p string) error {
 	return f.Sync()
 }
 
-func buildInto(ctx context.Context, path string, manifests []models.Manifest, files map[string][]string, committed []models.Manifest) error {
-	db, err := sql.Open("duckdb", path)
+// runRow is one valid manifest as the runs table lists it.
+type runRow struct {
+	m       models.Manifest
+	order   int64 // position among the installation's valid manifests
+	served  bool
+	problem string
+}
+
+func buildInto(ctx context.Context, path string, runs []runRow, problems []ManifestProblem, files map[string][]string) error {
+	// The file is attached rather than named in the driver's DSN, which
+	// cuts a path at "?" (a warehouse may be called "wh?").
+	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return err
 	}
@@ -94,25 +191,32 @@ func buildInto(ctx context.Context, path string, manifests []models.Manifest, fi
 		}
 		return nil
 	}
-	if err := createRuns(ctx, conn, manifests); err != nil {
+	if err := exec(`ATTACH ` + quote(path) + ` AS warehouse`); err != nil {
+		return err
+	}
+	if err := exec(`USE warehouse`); err != nil {
+		return err
+	}
+	if err := createRuns(ctx, conn, runs, problems); err != nil {
 		return err
 	}
 	if err := exec(`CREATE VIEW current_runs AS
-		SELECT installation_id, arg_max(run_id, finished_at) AS run_id, max(finished_at) AS finished_at
-		FROM runs WHERE status = 'committed' GROUP BY installation_id`); err != nil {
+		SELECT installation_id, arg_max(run_id, run_order) AS run_id, arg_max(finished_at, run_order) AS finished_at,
+			max(commit_seq) AS commit_seq
+		FROM runs WHERE status = 'committed' AND served GROUP BY installation_id`); err != nil {
 		return err
 	}
-	if err := exec(`COMMENT ON VIEW current_runs IS 'The latest committed run of each installation: what every current view reads.'`); err != nil {
+	if err := exec(`COMMENT ON VIEW current_runs IS 'The latest served committed run of each installation, by commit sequence (never by clock): what every current view reads.'`); err != nil {
 		return err
 	}
-	if len(committed) > 0 {
+	if len(files) > 0 {
 		for _, t := range baseTables {
 			list := files[t]
 			if len(list) == 0 {
-				return fmt.Errorf("no committed file for table %s", t)
+				return fmt.Errorf("no served file for table %s", t)
 			}
 			sort.Strings(list)
-			if err := exec(`CREATE VIEW ` + t + `_history AS SELECT * FROM read_parquet(` +
+			if err := exec(`CREATE TABLE ` + t + `_history AS SELECT * FROM read_parquet(` +
 				sqlList(list) + `, union_by_name = true, hive_partitioning = false)`); err != nil {
 				return err
 			}
@@ -130,22 +234,29 @@ func buildInto(ctx context.Context, path string, manifests []models.Manifest, fi
 			return err
 		}
 	}
-	return exec(`CHECKPOINT`)
+	if err := exec(`CHECKPOINT warehouse`); err != nil {
+		return err
+	}
+	if err := exec(`USE memory`); err != nil {
+		return err
+	}
+	return exec(`DETACH warehouse`)
 }
 
-func createRuns(ctx context.Context, conn *sql.Conn, manifests []models.Manifest) error {
+func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []ManifestProblem) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE runs (
 		run_id VARCHAR NOT NULL, installation_id VARCHAR NOT NULL, status VARCHAR NOT NULL, error VARCHAR,
 		started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, duration_ms BIGINT,
 		source_dialect VARCHAR, source_location VARCHAR, kandev_version VARCHAR, snapshot_at TIMESTAMPTZ,
 		activation_state VARCHAR, subagent_rows BIGINT, rejected_values BIGINT, extractor_version VARCHAR,
-		PRIMARY KEY (installation_id, run_id))`); err != nil {
+		commit_seq BIGINT, run_order BIGINT, served BOOLEAN NOT NULL, checksums_verified BOOLEAN, problem VARCHAR)`); err != nil {
 		return err
 	}
-	for _, m := range manifests {
+	for _, r := range runs {
+		m := r.m
 		var (
 			dialect, location, version, activation, extractor any
-			snapshot, subagents, rejected                     any
+			snapshot, subagents, rejected, seq, verified      any
 		)
 		if p := m.Provenance; p != nil {
 			dialect, location, activation, extractor = string(p.SourceDialect), p.SourceLocation, string(p.ActivationState), p.ExtractorVersion
@@ -157,17 +268,38 @@ func createRuns(ctx context.Context, conn *sql.Conn, manifests []models.Manifest
 				subagents = t.RowsWritten
 			}
 		}
-		var errText any
+		if m.CommitSeq > 0 {
+			seq = m.CommitSeq
+		}
+		if m.Status == models.RunCommitted {
+			verified = r.served && m.Checksums != nil
+		}
+		var errText, problem any
 		if m.Error != "" {
 			errText = m.Error
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if r.problem != "" {
+			problem = r.problem
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			m.RunID, m.InstallationID, m.Status, errText, m.StartedAt, m.FinishedAt, m.DurationMS,
-			dialect, location, version, snapshot, activation, subagents, rejected, extractor); err != nil {
+			dialect, location, version, snapshot, activation, subagents, rejected, extractor,
+			seq, r.order, r.served, verified, problem); err != nil {
 			return fmt.Errorf("runs: %w", err)
 		}
 	}
-	_, err := conn.ExecContext(ctx, `COMMENT ON TABLE runs IS 'Every recorded run per installation, committed or failed, from the run manifests. Views read only committed runs; a failed run leaves the installation''s previous data current.'`)
+	// Manifests that are not served at all, under the names their paths
+	// give (nothing they say is used).
+	for _, p := range problems {
+		if p.Action == ProblemUnverified || p.Installation == "" || p.Run == "" {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO runs (run_id, installation_id, status, served, problem) VALUES (?, ?, ?, false, ?)`,
+			p.Run, p.Installation, p.Action, p.Reason); err != nil {
+			return fmt.Errorf("runs: %w", err)
+		}
+	}
+	_, err := conn.ExecContext(ctx, `COMMENT ON TABLE runs IS 'Every recorded run per installation: committed, failed, or a manifest not served (quarantined, refused). run_order follows the commit sequence, never the clock. served is false for a committed run whose files no longer match their recorded size and SHA-256 (problem says why): the installation''s previous served run stays current.'`)
 	return err
 }
 
@@ -184,7 +316,7 @@ func comment(ctx context.Context, conn *sql.Conn) error {
 		if err := set(`COMMENT ON VIEW ` + t + ` IS ` + quote(c)); err != nil {
 			return err
 		}
-		if err := set(`COMMENT ON VIEW ` + t + `_history IS ` + quote(c+" All retained committed runs.")); err != nil {
+		if err := set(`COMMENT ON TABLE ` + t + `_history IS ` + quote(c+" All retained served runs.")); err != nil {
 			return err
 		}
 	}

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kandev/kandev-extract/models"
@@ -19,17 +19,21 @@ import (
 
 // Layout of a warehouse directory:
 //
-//	warehouse.duckdb                                   views over committed runs
+//	warehouse.duckdb                                   the served database (self-contained)
 //	<table>/installation_id=<i>/run_id=<r>/part-0.parquet   Hive-style partitions
 //	_runs/<i>/<r>.json                                 run manifests (commit markers)
 //	_staging/<r>/...                                   a run being written
+//	_build/                                            warehouse.duckdb being rebuilt
+//	_quarantine/                                       manifests that failed validation
 //	.lock                                              held by the running extractor
 const (
-	DatabaseFile = "warehouse.duckdb"
-	runsDir      = "_runs"
-	stagingDir   = "_staging"
-	lockFile     = ".lock"
-	partFile     = "part-0.parquet"
+	DatabaseFile  = "warehouse.duckdb"
+	runsDir       = "_runs"
+	stagingDir    = "_staging"
+	buildDir      = "_build"
+	quarantineDir = "_quarantine"
+	lockFile      = ".lock"
+	partFile      = "part-0.parquet"
 )
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -51,6 +55,35 @@ type Warehouse struct {
 // ErrLocked is returned when another run holds the warehouse.
 var ErrLocked = errors.New("warehouse is locked by another kandev-extract run")
 
+// ErrBadWarehouse is returned for a warehouse path that cannot be used (a
+// usage error).
+var ErrBadWarehouse = errors.New("unusable warehouse path")
+
+// errLockHeld is openLock's "another process holds it".
+var errLockHeld = errors.New("lock held")
+
+// readHolder reads what the lock's holder wrote (its pid), bounded and
+// printable only.
+func readHolder(path string) string {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	b := make([]byte, 64)
+	n, _ := f.Read(b)
+	out := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r > 0x7e {
+			return -1
+		}
+		return r
+	}, string(b[:n]))
+	if out = strings.TrimSpace(out); out == "" {
+		return "unknown"
+	}
+	return out
+}
+
 // OpenWarehouse creates dir if needed, takes its lock (non-blocking) and
 // clears what a crashed run left behind.
 func OpenWarehouse(dir string) (*Warehouse, error) {
@@ -58,18 +91,21 @@ func OpenWarehouse(dir string) (*Warehouse, error) {
 	if err != nil {
 		return nil, err
 	}
+	if strings.Contains(abs, "?") {
+		// DuckDB cuts a database path at "?" (its own write-ahead log
+		// included), so neither the extractor nor an analyst could open it.
+		return nil, fmt.Errorf("warehouse %s: %w: DuckDB cannot open a database whose path contains '?'; choose another directory", abs, ErrBadWarehouse)
+	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("warehouse %s: %w", abs, err)
 	}
-	f, err := os.OpenFile(filepath.Join(abs, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("warehouse %s: %w", abs, err)
+	f, err := openLock(filepath.Join(abs, lockFile))
+	if errors.Is(err, errLockHeld) {
+		holder := readHolder(filepath.Join(abs, lockFile))
+		return nil, fmt.Errorf("warehouse %s: %w (holder: %s); try again when it finishes", abs, ErrLocked, holder)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(f.Name())
-		f.Close()
-		return nil, fmt.Errorf("warehouse %s: %w (holder: %s); try again when it finishes",
-			abs, ErrLocked, strings.TrimSpace(string(holder)))
+	if err != nil {
+		return nil, fmt.Errorf("warehouse %s: lock: %w", abs, err)
 	}
 	f.Truncate(0)
 	f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+"\n"), 0)
@@ -103,77 +139,164 @@ func (w *Warehouse) Close() error {
 	if w.lock == nil {
 		return nil
 	}
-	syscall.Flock(int(w.lock.Fd()), syscall.LOCK_UN)
+	unlock(w.lock)
 	err := w.lock.Close()
 	w.lock = nil
 	return err
 }
 
-// recover removes staging leftovers and partitions that no committed
-// manifest claims (a run that died between publishing and committing).
+// recover removes what a crashed run left behind: staging, a half-built
+// database, unfinished manifest writes, and partitions that no manifest
+// claims (a run that died between publishing and committing). Manifests
+// that fail validation are moved to _quarantine/ and their partitions kept;
+// Problems lists them.
 func (w *Warehouse) recover() error {
-	if err := os.RemoveAll(filepath.Join(w.Dir, stagingDir)); err != nil {
-		return fmt.Errorf("warehouse %s: clear staging: %w", w.Dir, err)
-	}
-	committed, err := w.Manifests()
-	if err != nil {
-		return err
-	}
-	claimed := map[string]bool{}
-	for _, m := range committed {
-		for _, rel := range m.Files {
-			claimed[filepath.Dir(filepath.Join(w.Dir, rel))] = true
+	for _, rel := range []string{stagingDir, buildDir} {
+		if err := w.removeAll(rel); err != nil {
+			return fmt.Errorf("warehouse %s: clear %s: %w", w.Dir, rel, err)
 		}
 	}
-	parts, _ := filepath.Glob(filepath.Join(w.Dir, "*", "installation_id=*", "run_id=*"))
-	for _, p := range parts {
-		if !claimed[p] {
-			if err := os.RemoveAll(p); err != nil {
-				return fmt.Errorf("warehouse %s: remove uncommitted %s: %w", w.Dir, p, err)
+	insts, err := w.realDirEntries(runsDir)
+	if err != nil {
+		return fmt.Errorf("warehouse %s: %w", w.Dir, err)
+	}
+	for _, inst := range insts {
+		names, err := readDirEntries(w.Dir, filepath.Join(runsDir, inst), func(e fs.DirEntry) bool {
+			return strings.HasSuffix(e.Name(), ".json.tmp")
+		})
+		if err != nil {
+			return fmt.Errorf("warehouse %s: %w", w.Dir, err)
+		}
+		for _, n := range names {
+			if err := w.remove(filepath.Join(runsDir, inst, n)); err != nil {
+				return err
 			}
 		}
 	}
-	// Half-built databases from a crashed rebuild.
-	tmps, _ := filepath.Glob(filepath.Join(w.Dir, DatabaseFile+".tmp*"))
-	for _, t := range tmps {
-		os.Remove(t)
+	set, err := ScanManifests(w.Dir)
+	if err != nil {
+		return err
+	}
+	claimed := map[[2]string]bool{}
+	for _, m := range set.Valid {
+		claimed[[2]string{m.InstallationID, m.RunID}] = true
+	}
+	for _, p := range set.Problems {
+		if p.Installation != "" && p.Run != "" {
+			claimed[[2]string{p.Installation, p.Run}] = true // kept for the operator
+		}
+		if p.Action == ProblemQuarantined {
+			if err := w.quarantine(p); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range w.quarantined() {
+		if p.Installation != "" {
+			claimed[[2]string{p.Installation, p.Run}] = true
+		}
+	}
+	for _, table := range baseTables {
+		insts, err := w.realDirEntries(table)
+		if err != nil {
+			return fmt.Errorf("warehouse %s: %w", w.Dir, err)
+		}
+		for _, id := range insts {
+			inst, ok := strings.CutPrefix(id, "installation_id=")
+			if !ok || ValidName(inst) != nil {
+				continue // not ours: left alone
+			}
+			runs, err := w.realDirEntries(filepath.Join(table, id))
+			if err != nil {
+				return fmt.Errorf("warehouse %s: %w", w.Dir, err)
+			}
+			for _, rd := range runs {
+				run, ok := strings.CutPrefix(rd, "run_id=")
+				if !ok || ValidName(run) != nil || claimed[[2]string{inst, run}] {
+					continue
+				}
+				if err := w.removeAll(partitionRel(table, inst, run)); err != nil {
+					return fmt.Errorf("warehouse %s: remove uncommitted run %s of %s: %w", w.Dir, run, inst, err)
+				}
+			}
+		}
 	}
 	return nil
 }
 
-// Manifests returns every manifest (committed and failed), oldest first.
+// quarantine moves a manifest that failed validation out of _runs/, to
+// _quarantine/<installation>/<run>.json when its path names are valid (so
+// its partitions stay claimed for the operator) or to
+// _quarantine/invalid/<n>.json otherwise. Nothing in it is acted on.
+func (w *Warehouse) quarantine(p ManifestProblem) error {
+	from, err := w.inside(p.Path, true)
+	if err != nil {
+		return err
+	}
+	destDir := filepath.Join(quarantineDir, "invalid")
+	name := strconv.FormatInt(time.Now().UnixNano(), 10)
+	if p.Installation != "" && p.Run != "" {
+		destDir, name = filepath.Join(quarantineDir, p.Installation), p.Run+".json"
+	}
+	dir, err := w.mkdirs(destDir)
+	if err != nil {
+		return err
+	}
+	to := filepath.Join(dir, name)
+	if _, err := os.Lstat(to); err == nil {
+		to = filepath.Join(dir, strings.TrimSuffix(name, ".json")+"."+strconv.FormatInt(time.Now().UnixNano(), 10)+".json")
+	}
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("warehouse %s: quarantine %s: %w", w.Dir, p.Path, err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+// quarantined lists the manifests in _quarantine/ with the reason each
+// fails validation (derived again from the file: nothing in it is trusted).
+// Those filed under a valid installation and run name keep that run's
+// partitions claimed, for the operator to look at.
+func (w *Warehouse) quarantined() []ManifestProblem {
+	var out []ManifestProblem
+	dirs, _ := w.realDirEntries(quarantineDir)
+	for _, d := range dirs {
+		names, _ := readDirEntries(w.Dir, filepath.Join(quarantineDir, d), func(e fs.DirEntry) bool { return true })
+		for _, n := range names {
+			rel := filepath.Join(quarantineDir, d, n)
+			p := ManifestProblem{Path: filepath.ToSlash(rel), Action: ProblemQuarantined, Reason: "failed validation"}
+			if run, ok := strings.CutSuffix(n, ".json"); ok && ValidName(d) == nil && ValidName(run) == nil {
+				p.Installation, p.Run = d, run
+				if _, _, err := readManifest(filepath.Join(w.Dir, rel), d, run); err != nil {
+					p.Reason = err.Error()
+				}
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Manifests returns every valid manifest (committed and failed), oldest
+// first within each installation.
 func (w *Warehouse) Manifests() ([]models.Manifest, error) {
 	return ReadManifests(w.Dir)
 }
 
-// ReadManifests reads a warehouse's manifests without taking the lock.
-func ReadManifests(dir string) ([]models.Manifest, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, runsDir, "*", "*.json"))
+// NextCommitSeq is the commit sequence of an installation's next run: one
+// more than the highest any of its valid manifests holds.
+func (w *Warehouse) NextCommitSeq(installation string) (int64, error) {
+	ms, err := w.Manifests()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	var out []models.Manifest
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", p, err)
+	var top int64
+	for _, m := range ms {
+		if m.InstallationID == installation {
+			top = max(top, m.CommitSeq)
 		}
-		var m models.Manifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", p, err)
-		}
-		if m.Format != models.ManifestFormat {
-			return nil, fmt.Errorf("manifest %s: not a kandev-extract run manifest", p)
-		}
-		out = append(out, m)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].FinishedAt.Equal(out[j].FinishedAt) {
-			return out[i].FinishedAt.Before(out[j].FinishedAt)
-		}
-		return out[i].RunID < out[j].RunID
-	})
-	return out, nil
+	return top + 1, nil
 }
 
 // Staging is one installation's run being written.
@@ -190,81 +313,98 @@ func (w *Warehouse) Stage(installation, run string) (*Staging, error) {
 	if err := ValidName(installation); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(w.Dir, stagingDir, run, installation)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ValidName(run); err != nil {
+		return nil, fmt.Errorf("run id: %w", err)
+	}
+	dir, err := w.mkdirs(filepath.Join(stagingDir, run, installation))
+	if err != nil {
 		return nil, fmt.Errorf("warehouse %s: staging: %w", w.Dir, err)
 	}
 	return &Staging{w: w, Dir: dir, installation: installation, run: run, files: map[string]string{}}, nil
 }
 
-// partition is the Hive-style directory of a table's run partition,
-// relative to the warehouse.
-func (s *Staging) partition(table string) string {
-	return filepath.Join(table, "installation_id="+s.installation, "run_id="+s.run)
-}
-
-// Path returns where a table's staged file goes.
+// Path returns where a table's staged file goes; its directory is created.
 func (s *Staging) Path(table string) string {
-	path := filepath.Join(s.Dir, s.partition(table), partFile)
+	if !isTable(table) {
+		panic("load: unknown table " + table) // a programming error: tables are this build's constants
+	}
+	path := filepath.Join(s.Dir, partitionRel(table, s.installation, s.run), partFile)
 	s.files[table] = path
 	return path
 }
 
-// Commit moves every staged partition into place, then writes the manifest
-// last: the manifest is the commit marker, so a crash before it leaves only
-// unclaimed partitions, which the next run removes.
+// Commit records each staged file's size and SHA-256, moves every staged
+// partition into place, then writes the manifest last: the manifest is the
+// commit marker, so a crash before it leaves only unclaimed partitions,
+// which the next run removes.
 func (s *Staging) Commit(m models.Manifest) error {
 	m.Files = map[string]string{}
+	m.Checksums = map[string]models.FileSummary{}
 	tables := make([]string, 0, len(s.files))
 	for t := range s.files {
 		tables = append(tables, t)
 	}
 	sort.Strings(tables)
-	var published []string
 	for _, t := range tables {
-		rel := s.partition(t)
-		final := filepath.Join(s.w.Dir, rel)
-		if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		sum, err := summarize(s.files[t])
+		if err != nil {
 			return fmt.Errorf("publish %s: %w", t, err)
 		}
+		m.Checksums[t] = sum
+	}
+	var published []string
+	for _, t := range tables {
+		rel := partitionRel(t, s.installation, s.run)
+		parent, err := s.w.mkdirs(filepath.Dir(rel))
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", t, err)
+		}
+		final := filepath.Join(parent, filepath.Base(rel))
 		if err := os.Rename(filepath.Dir(s.files[t]), final); err != nil {
 			return fmt.Errorf("publish %s: %w", t, err)
 		}
-		published = append(published, final)
-		syncDir(filepath.Dir(final))
-		m.Files[t] = filepath.Join(rel, partFile)
+		published = append(published, rel)
+		syncDir(parent)
+		m.Files[t] = filepath.ToSlash(fileRel(t, s.installation, s.run))
 		CrashPoint("renamed " + t)
 	}
 	CrashPoint("before manifest")
 	if err := s.w.WriteManifest(m); err != nil {
 		// Not committed: take the published partitions back out now rather
 		// than leave them, unclaimed, to the next run's recovery.
-		for _, p := range published {
-			os.RemoveAll(p)
+		for _, rel := range published {
+			s.w.removeAll(rel)
 		}
 		return err
 	}
 	CrashPoint("committed")
-	os.RemoveAll(filepath.Join(s.w.Dir, stagingDir, s.run, s.installation))
-	// Remove the run's and the staging directory once empty.
-	os.Remove(filepath.Join(s.w.Dir, stagingDir, s.run))
-	os.Remove(filepath.Join(s.w.Dir, stagingDir))
+	s.Discard()
 	return nil
 }
 
-// Discard removes the staged files of a failed run, and the run's and the
+// Discard removes the staged files of the run (all of them after a
+// failure; the emptied directories after a commit), and the run's and the
 // staging directory once empty.
 func (s *Staging) Discard() {
-	os.RemoveAll(s.Dir)
-	os.Remove(filepath.Join(s.w.Dir, stagingDir, s.run))
-	os.Remove(filepath.Join(s.w.Dir, stagingDir))
+	s.w.removeAll(filepath.Join(stagingDir, s.run, s.installation))
+	s.w.remove(filepath.Join(stagingDir, s.run))
+	s.w.remove(stagingDir)
 }
 
 // WriteManifest writes a manifest atomically (temp, fsync, rename, fsync dir).
 func (w *Warehouse) WriteManifest(m models.Manifest) error {
 	m.Format, m.Version = models.ManifestFormat, models.DocumentVersion
-	dir := filepath.Join(w.Dir, runsDir, m.InstallationID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ValidName(m.InstallationID); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := ValidName(m.RunID); err != nil {
+		return fmt.Errorf("manifest: run id: %w", err)
+	}
+	if err := validateManifest(m, m.InstallationID, m.RunID); err != nil {
+		return fmt.Errorf("manifest: %w", err) // never write what would be quarantined
+	}
+	dir, err := w.mkdirs(filepath.Join(runsDir, m.InstallationID))
+	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
@@ -318,47 +458,66 @@ func syncDir(dir string) {
 	}
 }
 
-// Prune keeps the newest keep committed runs of each installation and
-// removes older ones (and failed-run records older than the oldest kept
-// run). The manifest goes first: a crash in between leaves only unclaimed
-// partitions, which recover removes.
-func (w *Warehouse) Prune(keep int) (removed int, err error) {
+// expire picks the runs retention removes: per installation (manifests
+// ordered by commit sequence), every run older than the keep-th newest
+// served run, failed-run records included. Runs that are not served
+// (unserved: their files failed verification) are never expired: they stay
+// for the operator. keep < 1 keeps everything.
+func expire(ms []models.Manifest, keep int, unserved map[[2]string]bool) []models.Manifest {
 	if keep < 1 {
-		return 0, nil
-	}
-	all, err := w.Manifests()
-	if err != nil {
-		return 0, err
+		return nil
 	}
 	byInst := map[string][]models.Manifest{}
-	for _, m := range all {
+	var insts []string
+	for _, m := range ms {
+		if byInst[m.InstallationID] == nil {
+			insts = append(insts, m.InstallationID)
+		}
 		byInst[m.InstallationID] = append(byInst[m.InstallationID], m)
 	}
-	for inst, ms := range byInst { // oldest first
-		var committed []models.Manifest
-		for _, m := range ms {
-			if m.Status == models.RunCommitted {
-				committed = append(committed, m)
+	var out []models.Manifest
+	for _, inst := range insts {
+		runs := byInst[inst]
+		var served []int
+		for i, m := range runs {
+			if m.Status == models.RunCommitted && !unserved[[2]string{inst, m.RunID}] {
+				served = append(served, i)
 			}
 		}
-		if len(committed) <= keep {
+		if len(served) <= keep {
 			continue
 		}
-		oldestKept := committed[len(committed)-keep].FinishedAt
-		for _, m := range ms {
-			if !m.FinishedAt.Before(oldestKept) {
-				continue
+		for _, m := range runs[:served[len(served)-keep]] {
+			if !unserved[[2]string{inst, m.RunID}] {
+				out = append(out, m)
 			}
-			if err := os.Remove(filepath.Join(w.Dir, runsDir, inst, m.RunID+".json")); err != nil {
-				return removed, fmt.Errorf("prune %s/%s: %w", inst, m.RunID, err)
-			}
-			for _, rel := range m.Files {
-				if err := os.RemoveAll(filepath.Dir(filepath.Join(w.Dir, rel))); err != nil {
-					return removed, fmt.Errorf("prune %s/%s: %w", inst, m.RunID, err)
-				}
-			}
-			removed++
 		}
+	}
+	return out
+}
+
+// Prune removes the runs Rebuild expired. It runs after the new
+// warehouse.duckdb, which leaves them out and holds its data itself, is in
+// place: no served object ever references a pruned file. Every path removed
+// is derived from validated names and proven to lie inside the warehouse;
+// the manifest goes first, so a crash in between leaves only unclaimed
+// partitions, which the next run's recovery removes.
+func (w *Warehouse) Prune(expired []models.Manifest) (removed int, err error) {
+	for _, m := range expired {
+		inst, run := m.InstallationID, m.RunID
+		if ValidName(inst) != nil || ValidName(run) != nil {
+			return removed, fmt.Errorf("prune %q/%q: not a valid run", inst, run)
+		}
+		CrashPoint("pruning")
+		if err := w.remove(filepath.Join(runsDir, inst, run+".json")); err != nil {
+			return removed, fmt.Errorf("prune %s/%s: %w", inst, run, err)
+		}
+		for _, t := range baseTables {
+			if err := w.removeAll(partitionRel(t, inst, run)); err != nil {
+				return removed, fmt.Errorf("prune %s/%s: %w", inst, run, err)
+			}
+		}
+		removed++
 	}
 	return removed, nil
 }

@@ -3,13 +3,19 @@ package models
 import "time"
 
 // Formats and versions of the documents the extractor writes. Bump
-// SchemaVersion when a warehouse table changes shape.
+// SchemaVersion when a warehouse table changes shape, DocumentVersion when
+// a manifest or provenance document does.
 const (
 	ProvenanceFormat = "kandev-extract/provenance"
 	ManifestFormat   = "kandev-extract/run-manifest"
-	DocumentVersion  = 1
+	DocumentVersion  = 2
 	SchemaVersion    = 1
 )
+
+// KnownDocumentVersion reports whether this build understands a manifest or
+// provenance document of version v. Version 1 manifests (before commit
+// sequences and checksums) are read; anything newer is refused, never served.
+func KnownDocumentVersion(v int) bool { return v == 1 || v == DocumentVersion }
 
 // Provenance says where every row of a run came from. It is stamped into
 // every Parquet file's key-value metadata and into the run manifest.
@@ -54,15 +60,27 @@ const (
 // Manifest records one installation's part of a run. A committed manifest
 // is the commit marker: files without one are not part of the warehouse.
 type Manifest struct {
-	Format         string            `json:"format"`
-	Version        int               `json:"version"`
-	RunID          string            `json:"run_id"`
-	InstallationID string            `json:"installation_id"`
-	Status         string            `json:"status"`
-	Error          string            `json:"error,omitempty"`
-	StartedAt      time.Time         `json:"started_at"`
-	FinishedAt     time.Time         `json:"finished_at"`
-	DurationMS     int64             `json:"duration_ms"`
-	Files          map[string]string `json:"files,omitempty"` // table -> path relative to the warehouse
-	Provenance     *Provenance       `json:"provenance,omitempty"`
+	Format         string    `json:"format"`
+	Version        int       `json:"version"`
+	RunID          string    `json:"run_id"`
+	InstallationID string    `json:"installation_id"`
+	Status         string    `json:"status"`
+	Error          string    `json:"error,omitempty"`
+	StartedAt      time.Time `json:"started_at"`
+	FinishedAt     time.Time `json:"finished_at"`
+	DurationMS     int64     `json:"duration_ms"`
+	// CommitSeq orders an installation's runs (committed and failed): one
+	// more than the highest it had when the run was recorded. "Latest"
+	// follows it, never the wall clock (a clock that ran ahead must not pin
+	// the current views). 0 in version 1 manifests.
+	CommitSeq  int64                  `json:"commit_seq,omitempty"`
+	Files      map[string]string      `json:"files,omitempty"`     // table -> path relative to the warehouse
+	Checksums  map[string]FileSummary `json:"checksums,omitempty"` // table -> the file's size and SHA-256
+	Provenance *Provenance            `json:"provenance,omitempty"`
+}
+
+// FileSummary is what a published file must still be before it is served.
+type FileSummary struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }

@@ -108,6 +108,9 @@ type Result struct {
 	Duration time.Duration
 	// DuckDB is the time spent rebuilding warehouse.duckdb.
 	DuckDB time.Duration
+	// Problems are the manifests the warehouse does not serve (quarantined,
+	// refused, or a committed run whose files failed verification).
+	Problems []load.ManifestProblem
 }
 
 // Failed reports whether any installation failed.
@@ -175,21 +178,28 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		}
 	}
 	// Finish cleanly even when interrupted: the runs table must show what
-	// happened, so retention and the rebuild get their own deadline.
+	// happened, so the rebuild and retention get their own deadline.
 	finish, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
-	if n, err := wh.Prune(opts.Retention); err != nil {
+	t0 := time.Now()
+	built, err := wh.Rebuild(finish, opts.Retention)
+	res.DuckDB = time.Since(t0)
+	res.Problems = built.Problems
+	for _, p := range built.Problems {
+		opts.Logger.Error("run not served", "installation", p.Installation, "run_id", p.Run, "manifest", p.Path,
+			"action", p.Action, "reason", p.Reason)
+	}
+	if err != nil {
+		return res, fmt.Errorf("rebuild warehouse.duckdb: %w", err)
+	}
+	opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds())
+	// Retention last: the database now in place holds its own data, so no
+	// instant exists at which it references a pruned file.
+	if n, err := wh.Prune(built.Expired); err != nil {
 		opts.Logger.Error("retention failed; older runs kept", "err", err)
 	} else if n > 0 {
 		opts.Logger.Info("retention removed old runs", "runs", n, "keep", opts.Retention)
 	}
-	t0 := time.Now()
-	err = load.BuildDatabase(finish, wh.Dir)
-	res.DuckDB = time.Since(t0)
-	if err != nil {
-		return res, fmt.Errorf("rebuild DuckDB views: %w", err)
-	}
-	opts.Logger.Info("duckdb views rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds())
 	res.Duration = opts.Now().Sub(start)
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("run interrupted: %w", context.Cause(ctx))
@@ -210,10 +220,14 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
+		var m models.Manifest
 		if err == nil {
 			load.CrashPoint("staged")
-			m := models.Manifest{RunID: runID, InstallationID: in.Name, Status: models.RunCommitted,
+			m = models.Manifest{RunID: runID, InstallationID: in.Name, Status: models.RunCommitted,
 				StartedAt: started.UTC(), FinishedAt: opts.Now().UTC(), Provenance: prov}
+			m.CommitSeq, err = wh.NextCommitSeq(in.Name)
+		}
+		if err == nil {
 			m.DurationMS = m.FinishedAt.Sub(m.StartedAt).Milliseconds()
 			t0 := time.Now()
 			if err = stage.Commit(m); err == nil {
@@ -236,7 +250,12 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 		StartedAt: started.UTC(), FinishedAt: opts.Now().UTC()}
 	m.DurationMS = m.FinishedAt.Sub(m.StartedAt).Milliseconds()
 	if load.ValidName(in.Name) == nil {
-		if werr := wh.WriteManifest(m); werr != nil {
+		seq, werr := wh.NextCommitSeq(in.Name)
+		m.CommitSeq = seq
+		if werr == nil {
+			werr = wh.WriteManifest(m)
+		}
+		if werr != nil {
 			log.Error("could not record the failure", "err", werr)
 		}
 	}
@@ -256,8 +275,6 @@ type output struct {
 	source string
 	file   *load.ParquetFile
 	b      *transform.Builder
-	hwCol  string
-	hw     func() time.Time
 }
 
 // timedSink is a table's Parquet file, timing the writes (they run on the

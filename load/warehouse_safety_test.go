@@ -1,0 +1,450 @@
+package load_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev-extract/internal/testkit"
+	"github.com/kandev/kandev-extract/load"
+	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/pipeline"
+)
+
+// The warehouse treats everything in it as hostile: manifests, Parquet
+// files, the lock, the database's write-ahead log. Each test plants what a
+// careless operator or a hostile neighbour could, then runs the real
+// pipeline on a real Kandev store.
+
+func safetyRun(t *testing.T, wh string, retention int, names ...string) pipeline.Result {
+	t.Helper()
+	var ins []pipeline.Installation
+	for _, n := range names {
+		ins = append(ins, pipeline.Installation{Name: n, Source: testkit.Fixture(t, "fresh-activated.db")})
+	}
+	res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Installations: ins, Retention: retention})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Failed() {
+		t.Fatalf("Run failed: %+v", res.Outcomes)
+	}
+	return res
+}
+
+// duckOne opens warehouse.duckdb afresh (it is replaced by every run) and
+// returns one query's single row.
+func duckOne(t *testing.T, wh, q string) string {
+	t.Helper()
+	db, err := sql.Open("duckdb", filepath.Join(wh, load.DatabaseFile)+"?access_mode=read_only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return testkit.One(t, db, q)
+}
+
+func duckRows(t *testing.T, wh, q string) []string {
+	t.Helper()
+	db, err := sql.Open("duckdb", filepath.Join(wh, load.DatabaseFile)+"?access_mode=read_only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return testkit.RowsOf(t, db, q)
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustExist(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v (it must survive)", p, err)
+		}
+	}
+}
+
+func latestManifest(t *testing.T, wh, inst string) models.Manifest {
+	t.Helper()
+	ms, err := load.ReadManifests(wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *models.Manifest
+	for i := range ms {
+		if ms[i].InstallationID == inst {
+			last = &ms[i]
+		}
+	}
+	if last == nil {
+		t.Fatalf("no manifest for %s", inst)
+	}
+	return *last
+}
+
+// A planted manifest whose files point outside the warehouse, or whose run
+// id climbs out of it, is quarantined; a retention run deletes nothing
+// outside the warehouse and nothing the planted manifest names.
+func TestPlantedManifestsNeverDirectDeletes(t *testing.T) {
+	root := t.TempDir()
+	wh := filepath.Join(root, "wh")
+	victim := filepath.Join(root, "victim", "important", "part-0.parquet")
+	outside := filepath.Join(root, "outside", "config")
+	for _, p := range []string{victim, filepath.Join(outside, "settings.toml")} {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("precious"), 0o644)
+	}
+	safetyRun(t, wh, 1, "lab")
+	good := latestManifest(t, wh, "lab")
+
+	// Old-looking committed manifests (finished long ago), so retention 1
+	// would prune them if it trusted them.
+	old := good
+	old.RunID = "20200101T000000Z-aaaaaa"
+	old.CommitSeq = 0
+	old.Version = 1
+	old.Checksums = nil
+	old.FinishedAt = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	old.Files = map[string]string{"fact_subagent_context": "../victim/important/part-0.parquet"}
+	old.Provenance.RunID = old.RunID
+	writeJSON(t, filepath.Join(wh, "_runs", "lab", old.RunID+".json"), old)
+
+	climb := old
+	climb.RunID = "../../../outside/config"
+	climb.Files = nil
+	writeJSON(t, filepath.Join(wh, "_runs", "lab", "20200101T000001Z-bbbbbb.json"), climb)
+
+	// A manifest file name that itself climbs is not possible on disk, but
+	// an installation directory with a hostile name is.
+	writeJSON(t, filepath.Join(wh, "_runs", "..evil", "x.json"), climb)
+
+	res := safetyRun(t, wh, 1, "lab")
+	safetyRun(t, wh, 1, "lab")
+
+	mustExist(t, victim, filepath.Join(outside, "settings.toml"))
+	var quarantined []string
+	for _, p := range res.Problems {
+		if p.Action == load.ProblemQuarantined {
+			quarantined = append(quarantined, filepath.ToSlash(p.Path))
+		}
+	}
+	if len(quarantined) != 3 || !strings.HasPrefix(quarantined[0], "_quarantine/invalid/") ||
+		quarantined[1] != "_quarantine/lab/20200101T000000Z-aaaaaa.json" || quarantined[2] != "_quarantine/lab/20200101T000001Z-bbbbbb.json" {
+		t.Errorf("quarantined %v", quarantined)
+	}
+	mustExist(t, filepath.Join(wh, strings.TrimPrefix(quarantined[0], "_quarantine/"), "..", "..", quarantined[0], "x.json"))
+	mustExist(t, filepath.Join(wh, "_quarantine", "lab", "20200101T000000Z-aaaaaa.json"),
+		filepath.Join(wh, "_quarantine", "lab", "20200101T000001Z-bbbbbb.json"))
+	if _, err := os.Stat(filepath.Join(wh, "_runs", "lab", old.RunID+".json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("planted manifest still in _runs: %v", err)
+	}
+	// The quarantine is listed in runs with its reason; the good runs are
+	// unaffected and retention kept exactly one served run.
+	if got := duckOne(t, wh, `SELECT status || ' ' || served || ' ' || (problem LIKE '%not where this run''s partition is%') FROM runs WHERE run_id = '20200101T000000Z-aaaaaa'`); got != "quarantined false true" {
+		t.Errorf("runs row of the planted manifest: %s", got)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM runs WHERE status = 'committed' AND served`); got != "1" {
+		t.Errorf("%s served committed runs after retention 1, want 1", got)
+	}
+}
+
+// A warehouse whose path holds glob metacharacters never touches the
+// sibling warehouse the pattern would match.
+func TestGlobMetacharactersInTheWarehousePath(t *testing.T) {
+	root := t.TempDir()
+	sibling := filepath.Join(root, "wh1")
+	safetyRun(t, sibling, 0, "lab")
+	before := faultHashes(t, sibling)
+	// An uncommitted-looking partition in the sibling: the old recovery
+	// globbed wh[1]/*/installation_id=*/run_id=* and deleted it.
+	orphan := filepath.Join(sibling, "fact_subagent_context", "installation_id=lab", "run_id=20200101T000000Z-cccccc")
+	os.MkdirAll(orphan, 0o755)
+	os.WriteFile(filepath.Join(orphan, "part-0.parquet"), []byte("x"), 0o644)
+
+	for _, name := range []string{"wh[1]", "wh*", "wh[!x]"} {
+		safetyRun(t, filepath.Join(root, name), 0, "lab")
+	}
+	// DuckDB cuts a database path at "?": such a warehouse is refused.
+	_, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: filepath.Join(root, "wh?"),
+		Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+	if !errors.Is(err, load.ErrBadWarehouse) {
+		t.Errorf("warehouse wh?: %v, want ErrBadWarehouse", err)
+	}
+	mustExist(t, filepath.Join(orphan, "part-0.parquet"))
+	after := faultHashes(t, sibling)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("sibling warehouse file %s changed", k)
+		}
+	}
+}
+
+// A lock file that is a symbolic link is refused; its target is untouched.
+func TestLockSymlinkIsNotFollowed(t *testing.T) {
+	root := t.TempDir()
+	wh := filepath.Join(root, "wh")
+	target := filepath.Join(root, "precious.txt")
+	os.WriteFile(target, []byte("precious"), 0o644)
+	os.MkdirAll(wh, 0o755)
+	if err := os.Symlink(target, filepath.Join(wh, ".lock")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh,
+		Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("run with a symlinked lock: %v, want a refusal naming the symbolic link", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Errorf("the lock's target was overwritten: %q", b)
+	}
+}
+
+// Symbolic links planted for a table directory or a partition are never
+// followed by recovery or retention.
+func TestPlantedSymlinksInsideTheWarehouse(t *testing.T) {
+	root := t.TempDir()
+	wh := filepath.Join(root, "wh")
+	safetyRun(t, wh, 1, "lab")
+	victimDir := filepath.Join(root, "victim")
+	os.MkdirAll(filepath.Join(victimDir, "installation_id=lab", "run_id=20200101T000000Z-dddddd"), 0o755)
+	os.WriteFile(filepath.Join(victimDir, "installation_id=lab", "run_id=20200101T000000Z-dddddd", "part-0.parquet"), []byte("v"), 0o644)
+	// The rejects table directory replaced by a link to the victim.
+	rejects := filepath.Join(wh, "rejects")
+	os.RemoveAll(rejects)
+	if err := os.Symlink(victimDir, rejects); err != nil {
+		t.Fatal(err)
+	}
+	// A partition that is a link to the victim.
+	link := filepath.Join(wh, "dim_task", "installation_id=lab", "run_id=20200101T000000Z-eeeeee")
+	if err := os.Symlink(filepath.Join(victimDir, "installation_id=lab", "run_id=20200101T000000Z-dddddd"), link); err != nil {
+		t.Fatal(err)
+	}
+	// The run refuses to publish through the linked directory; whatever it
+	// says, nothing outside is touched.
+	pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Retention: 1,
+		Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+	mustExist(t, filepath.Join(victimDir, "installation_id=lab", "run_id=20200101T000000Z-dddddd", "part-0.parquet"))
+}
+
+// A manifest whose clock ran ahead does not pin the current views: the
+// commit sequence decides what is latest, and retention follows it.
+func TestClockAheadDoesNotPinTheCurrentRun(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	ahead := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Now: func() time.Time { return ahead },
+		Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := safetyRun(t, wh, 1, "lab")
+	if got := duckOne(t, wh, `SELECT run_id FROM current_runs`); got != second.RunID {
+		t.Errorf("current run %s, want the later-committed %s", got, second.RunID)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM runs`); got != "1" {
+		t.Errorf("retention 1 left %s runs, want 1 (the clock-ahead run pruned)", got)
+	}
+	if got := duckOne(t, wh, `SELECT commit_seq FROM runs`); got != "2" {
+		t.Errorf("commit_seq %s, want 2", got)
+	}
+}
+
+// A truncated, replaced or type-changed Parquet file of one run stops only
+// that run from being served: the installation's previous good run is
+// current, other installations are unaffected, runs says why, and the
+// files are kept for the operator.
+func TestTamperedFilesAreNotServed(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	first := safetyRun(t, wh, 0, "a", "b")
+	second := safetyRun(t, wh, 0, "a", "b")
+	n := duckOne(t, wh, `SELECT count(*) FROM subagent_contexts WHERE installation_id = 'b'`)
+	fact := func(run string) string {
+		return filepath.Join(wh, "fact_subagent_context", "installation_id=a", "run_id="+run, "part-0.parquet")
+	}
+	// The latest run of a: truncated.
+	b, _ := os.ReadFile(fact(second.RunID))
+	os.WriteFile(fact(second.RunID), b[:len(b)/2], 0o644)
+	third := safetyRun(t, wh, 0, "b")
+	if got := duckOne(t, wh, `SELECT run_id FROM current_runs WHERE installation_id = 'a'`); got != first.RunID {
+		t.Errorf("a's current run %s, want the previous good %s", got, first.RunID)
+	}
+	if got := duckOne(t, wh, `SELECT run_id FROM current_runs WHERE installation_id = 'b'`); got != third.RunID {
+		t.Errorf("b's current run %s, want %s", got, third.RunID)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM subagent_contexts WHERE installation_id = 'b'`); got != n {
+		t.Errorf("b serves %s rows, want %s", got, n)
+	}
+	if got := duckOne(t, wh, `SELECT served || ' ' || problem FROM runs WHERE installation_id = 'a' AND run_id = '`+second.RunID+`'`); !strings.Contains(got, "false fact_subagent_context/installation_id=a/run_id="+second.RunID+"/part-0.parquet") || !strings.Contains(got, "bytes, the manifest recorded") {
+		t.Errorf("runs row of the truncated run: %s", got)
+	}
+	mustExist(t, fact(second.RunID))
+	// Same size, other content (a replaced or type-changed file).
+	b, _ = os.ReadFile(fact(first.RunID))
+	b[len(b)/2] ^= 0xff
+	os.WriteFile(fact(first.RunID), b, 0o644)
+	safetyRun(t, wh, 0, "b")
+	if got := duckRows(t, wh, `SELECT run_id FROM current_runs WHERE installation_id = 'a'`); len(got) != 0 {
+		t.Errorf("a still served from %v with every run tampered", got)
+	}
+	if got := duckOne(t, wh, `SELECT problem FROM runs WHERE run_id = '`+first.RunID+`' AND installation_id = 'a'`); !strings.Contains(got, "SHA-256 differs") {
+		t.Errorf("problem %q", got)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM subagent_contexts WHERE installation_id = 'b'`); got != n {
+		t.Errorf("b serves %s rows after a's files were tampered with, want %s", got, n)
+	}
+}
+
+// A manifest of an unknown version is refused: not served, not moved, its
+// files kept.
+func TestUnknownManifestVersionIsRefused(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	first := safetyRun(t, wh, 1, "lab")
+	path := filepath.Join(wh, "_runs", "lab", first.RunID+".json")
+	var raw map[string]any
+	b, _ := os.ReadFile(path)
+	json.Unmarshal(b, &raw)
+	raw["version"] = 99
+	writeJSON(t, path, raw)
+	safetyRun(t, wh, 1, "lab")
+	mustExist(t, path, filepath.Join(wh, "fact_subagent_context", "installation_id=lab", "run_id="+first.RunID, "part-0.parquet"))
+	if got := duckOne(t, wh, `SELECT status || ' ' || served || ' ' || (problem LIKE '%version 99%') FROM runs WHERE run_id = '`+first.RunID+`'`); got != "refused false true" {
+		t.Errorf("refused manifest row: %s", got)
+	}
+	// Provenance of an unknown version inside a known manifest: quarantined.
+	second := latestManifest(t, wh, "lab")
+	second.Provenance.Version = 99
+	p2 := filepath.Join(wh, "_runs", "lab", second.RunID+".json")
+	writeJSON(t, p2, second)
+	res := safetyRun(t, wh, 1, "lab")
+	found := false
+	for _, p := range res.Problems {
+		found = found || (p.Run == second.RunID && p.Action == load.ProblemQuarantined && strings.Contains(p.Reason, "provenance"))
+	}
+	if !found {
+		t.Errorf("provenance version 99 not quarantined: %+v", res.Problems)
+	}
+}
+
+// An analyst's write-ahead log beside warehouse.duckdb never survives a
+// rebuild (DuckDB would replay it onto the new file).
+func TestStaleWALDoesNotSurviveARebuild(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	safetyRun(t, wh, 0, "lab")
+	// An analyst's session that changed the database and never
+	// checkpointed: build such a WAL in a copy, then put it beside the
+	// served file.
+	scratch := filepath.Join(t.TempDir(), "analyst.duckdb")
+	b, _ := os.ReadFile(filepath.Join(wh, load.DatabaseFile))
+	os.WriteFile(scratch, b, 0o644)
+	db, err := sql.Open("duckdb", scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`PRAGMA disable_checkpoint_on_shutdown`, `SET checkpoint_threshold = '1GB'`,
+		`CREATE TABLE analyst_notes AS SELECT 1 AS x`, `DELETE FROM runs`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	wal, err := os.ReadFile(scratch + ".wal")
+	if err != nil || len(wal) == 0 {
+		t.Fatalf("no WAL made (%v): the test cannot plant one", err)
+	}
+	os.WriteFile(filepath.Join(wh, load.DatabaseFile+".wal"), wal, 0o644)
+
+	second := safetyRun(t, wh, 0, "lab")
+	if _, err := os.Stat(filepath.Join(wh, load.DatabaseFile+".wal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale WAL survived: %v", err)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) || ' ' || max(run_id) FROM runs`); got != "2 "+second.RunID {
+		t.Errorf("runs after the rebuild: %s, want 2 runs, latest %s", got, second.RunID)
+	}
+}
+
+// A planted WAL that is a directory cannot be removed: the run says so
+// (exit 1 from the CLI) rather than serve a database DuckDB cannot open.
+func TestUnremovableWALFailsTheRun(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	safetyRun(t, wh, 0, "lab")
+	os.MkdirAll(filepath.Join(wh, load.DatabaseFile+".wal", "x"), 0o755)
+	_, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh,
+		Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+	if err == nil || !strings.Contains(err.Error(), "write-ahead log") {
+		t.Errorf("run with an unremovable WAL: %v", err)
+	}
+}
+
+// Leftovers of crashed writes are cleaned: stale manifest temporaries,
+// half-built databases.
+func TestStaleTemporariesAreCleaned(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	first := safetyRun(t, wh, 0, "lab")
+	tmp := filepath.Join(wh, "_runs", "lab", first.RunID+".json.tmp")
+	os.WriteFile(tmp, []byte("{"), 0o644)
+	build := filepath.Join(wh, "_build", load.DatabaseFile)
+	os.MkdirAll(filepath.Dir(build), 0o755)
+	os.WriteFile(build, []byte("half"), 0o644)
+	safetyRun(t, wh, 0, "lab")
+	for _, p := range []string{tmp, filepath.Dir(build)} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind: %v", p, err)
+		}
+	}
+}
+
+// The database holds its data itself: a moved warehouse works, and files
+// pruned after the rebuild are never needed by it.
+func TestMovedWarehouseWorks(t *testing.T) {
+	root := t.TempDir()
+	wh := filepath.Join(root, "wh")
+	safetyRun(t, wh, 1, "lab")
+	safetyRun(t, wh, 1, "lab")
+	n := duckOne(t, wh, `SELECT count(*) FROM subagent_contexts`)
+	moved := filepath.Join(root, "moved")
+	if err := os.Rename(wh, moved); err != nil {
+		t.Fatal(err)
+	}
+	if got := duckOne(t, moved, `SELECT count(*) FROM subagent_contexts`); got != n || n == "0" {
+		t.Errorf("moved warehouse serves %s rows, want %s", got, n)
+	}
+	if got := duckOne(t, moved, `SELECT count(*) FROM fact_subagent_context_history`); got != n {
+		t.Errorf("history after retention 1: %s rows, want %s", got, n)
+	}
+}
+
+// A version 1 manifest (written before commit sequences and checksums) is
+// still served, marked as not checksum-verified, and the next run's
+// sequence follows it.
+func TestVersion1ManifestsAreServed(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	first := safetyRun(t, wh, 0, "lab")
+	m := latestManifest(t, wh, "lab")
+	m.Version, m.CommitSeq, m.Checksums = 1, 0, nil
+	writeJSON(t, filepath.Join(wh, "_runs", "lab", first.RunID+".json"), m)
+	second := safetyRun(t, wh, 0, "lab")
+	got := duckRows(t, wh, `SELECT run_id, coalesce(commit_seq::VARCHAR, 'NULL'), run_order, served, checksums_verified FROM runs ORDER BY run_order`)
+	want := []string{first.RunID + "|NULL|1|true|false", second.RunID + "|1|2|true|true"}
+	testkit.EqualSets(t, "runs", got, want)
+	if got := duckOne(t, wh, `SELECT run_id FROM current_runs`); got != second.RunID {
+		t.Errorf("current %s, want %s", got, second.RunID)
+	}
+}
