@@ -225,12 +225,16 @@ func buildInto(ctx context.Context, path string, runs []runRow, problems []Manif
 				return err
 			}
 		}
-		for _, v := range analyticViews {
-			if err := exec(`CREATE VIEW ` + v.name + ` AS ` + v.sql); err != nil {
-				return err
+		views, err := analyticViews()
+		if err != nil {
+			return err
+		}
+		for _, v := range views {
+			if err := exec(v.sql); err != nil {
+				return fmt.Errorf("view %s: %w", v.name, err)
 			}
 		}
-		if err := comment(ctx, conn); err != nil {
+		if err := comment(ctx, conn, views); err != nil {
 			return err
 		}
 	}
@@ -303,7 +307,7 @@ func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []M
 	return err
 }
 
-func comment(ctx context.Context, conn *sql.Conn) error {
+func comment(ctx context.Context, conn *sql.Conn, views []viewFile) error {
 	disclosure, err := disclosureText(ctx, conn)
 	if err != nil {
 		return err
@@ -320,18 +324,19 @@ func comment(ctx context.Context, conn *sql.Conn) error {
 			return err
 		}
 	}
-	for _, v := range analyticViews {
-		c := v.comment
-		if v.disclose && disclosure != "" {
-			c += " Disclosures for the current data: " + disclosure
+	if disclosure == "" {
+		return nil
+	}
+	for _, v := range views {
+		if !v.disclose {
+			continue
 		}
-		if err := set(`COMMENT ON VIEW ` + v.name + ` IS ` + quote(c)); err != nil {
+		var c sql.NullString
+		if err := conn.QueryRowContext(ctx, `SELECT comment FROM duckdb_views() WHERE database_name = current_database() AND view_name = ?`, v.name).Scan(&c); err != nil {
+			return fmt.Errorf("comment %s: %w", v.name, err)
+		}
+		if err := set(`COMMENT ON VIEW ` + v.name + ` IS ` + quote(c.String+" Disclosures for the current data: "+disclosure)); err != nil {
 			return err
-		}
-		for col, cc := range v.columns {
-			if err := set(`COMMENT ON COLUMN ` + v.name + `.` + col + ` IS ` + quote(cc)); err != nil {
-				return fmt.Errorf("comment %s.%s: %w", v.name, col, err)
-			}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -443,6 +444,7 @@ func TestVersion1ManifestsAreServed(t *testing.T) {
 	second := safetyRun(t, wh, 0, "lab")
 	got := duckRows(t, wh, `SELECT run_id, coalesce(commit_seq::VARCHAR, 'NULL'), run_order, served, checksums_verified FROM runs ORDER BY run_order`)
 	want := []string{first.RunID + "|NULL|1|true|false", second.RunID + "|1|2|true|true"}
+	sort.Strings(want)
 	testkit.EqualSets(t, "runs", got, want)
 	if got := duckOne(t, wh, `SELECT run_id FROM current_runs`); got != second.RunID {
 		t.Errorf("current %s, want %s", got, second.RunID)

@@ -1,0 +1,17 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
+CREATE VIEW execution_identity_by_session AS
+SELECT installation_id, run_id, task_session_id AS session_id,
+		count(*) AS subagent_rows,
+		CASE WHEN count(execution_id) = 0 THEN NULL ELSE count(DISTINCT execution_id) END AS recorded_executions,
+		CASE WHEN count(execution_id) = 0 THEN 'unknown'
+		     WHEN count(execution_id) < count(*) THEN 'lower_bound' ELSE 'exact' END AS executions_completeness,
+		count(execution_id) AS rows_recorded,
+		count(*) FILTER (WHERE execution_identity = 'unrecorded_backfill') AS rows_unrecorded_backfill,
+		count(*) FILTER (WHERE execution_identity = 'unrecorded_pre_amendment') AS rows_unrecorded_pre_amendment,
+		count(*) FILTER (WHERE execution_identity = 'unrecorded_live') AS rows_unrecorded_live,
+		count(*) FILTER (WHERE execution_identity = 'not_recorded') AS rows_not_recorded
+	FROM fact_subagent_context GROUP BY ALL;
+
+COMMENT ON VIEW execution_identity_by_session IS 'Distinct recorded executions per session. The ''unknown'' sentinel is never an execution: sentinel rows are counted separately, and recorded_executions is NULL (unknown) when no row of the session has a recorded execution.';
+COMMENT ON COLUMN execution_identity_by_session.executions_completeness IS 'exact (every row recorded) | lower_bound (some rows unrecorded) | unknown (none recorded).';
+COMMENT ON COLUMN execution_identity_by_session.recorded_executions IS 'COUNT(DISTINCT execution_id) over recorded rows; NULL when none is recorded.';
