@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/robfig/cron/v3"
@@ -19,6 +20,9 @@ const (
 	DefaultWarehouse = "warehouse"
 	DefaultRetention = 30
 	DefaultSchedule  = "0 2 * * *"
+	// MinTimeout is the shortest connect or stall timeout accepted (0 is
+	// "not set": the defaults of package extract apply).
+	MinTimeout = time.Second
 )
 
 // Environment variables that override the file.
@@ -29,6 +33,10 @@ const (
 	EnvInstallation = "KANDEV_EXTRACT_INSTALLATION"
 	EnvSchedule     = "KANDEV_EXTRACT_SCHEDULE"
 	EnvRetention    = "KANDEV_EXTRACT_RETENTION"
+	// EnvConnectTimeout and EnvStallTimeout set the global PostgreSQL
+	// timeouts (Go durations: "45s", "20m").
+	EnvConnectTimeout = "KANDEV_EXTRACT_CONNECT_TIMEOUT"
+	EnvStallTimeout   = "KANDEV_EXTRACT_STALL_TIMEOUT"
 )
 
 // Installation is one configured Kandev store.
@@ -39,14 +47,37 @@ type Installation struct {
 	// SourceEnv names an environment variable holding the source (keeps a
 	// DSN with a password out of the file).
 	SourceEnv string `toml:"source_env"`
+	// ConnectTimeout and StallTimeout override the global PostgreSQL
+	// timeouts for this installation (0: the global value). After Resolve
+	// they hold the values in effect (still 0 when neither is set: pass
+	// them to extract.OpenOptions, whose zero is its default).
+	ConnectTimeout time.Duration `toml:"connect_timeout"`
+	StallTimeout   time.Duration `toml:"stall_timeout"`
+	// Rebind binds the installation name to this source even though it is
+	// bound to another one (a store that moved or was replaced on
+	// purpose). Set it for one run, then remove it: every rebind is
+	// disclosed for ever after.
+	Rebind bool `toml:"rebind"`
 }
 
 // Config is the whole configuration.
 type Config struct {
-	Warehouse     string         `toml:"warehouse"`
-	Retention     int            `toml:"retention"`
-	Schedule      string         `toml:"schedule"`
-	LogFormat     string         `toml:"log_format"`
+	Warehouse string `toml:"warehouse"`
+	Retention int    `toml:"retention"`
+	Schedule  string `toml:"schedule"`
+	LogFormat string `toml:"log_format"`
+	// ConnectTimeout bounds connecting to a PostgreSQL server (each host in
+	// turn); StallTimeout is how long a PostgreSQL read may wait for the
+	// server's next bytes before the run fails (a frozen server). TOML
+	// strings such as "30s" and "10m". 0 is not set: the DSN's
+	// connect_timeout, else extract.DefaultConnectTimeout (30s), and
+	// extract.DefaultStallTimeout (10m). SQLite sources ignore both.
+	ConnectTimeout time.Duration `toml:"connect_timeout"`
+	StallTimeout   time.Duration `toml:"stall_timeout"`
+	// StaleAfter is the age beyond which an installation's current data
+	// (and, in health, its newest subagent row) is disclosed as stale
+	// (0: 36h).
+	StaleAfter    time.Duration  `toml:"stale_after"`
 	Installations []Installation `toml:"installation"`
 	// File is where the configuration was read from ("" when none).
 	File string `toml:"-"`
@@ -111,6 +142,47 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		}
 		c.Retention = n
 	}
+	for _, e := range []struct {
+		name string
+		dst  *time.Duration
+	}{{EnvConnectTimeout, &c.ConnectTimeout}, {EnvStallTimeout, &c.StallTimeout}} {
+		if v := getenv(e.name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return &FieldError{Field: "$" + e.name, Value: v, Problem: "not a duration (write it like 30s, 10m or 1h30m)"}
+			}
+			*e.dst = d
+		}
+	}
+	return nil
+}
+
+// ForceTimeouts applies the PostgreSQL timeouts given on the command line:
+// a non-zero value replaces the global setting and every installation's
+// own. Validate (or Resolve) checks them afterwards.
+func (c *Config) ForceTimeouts(connect, stall time.Duration) {
+	for i := range c.Installations {
+		if connect != 0 {
+			c.Installations[i].ConnectTimeout = 0
+		}
+		if stall != 0 {
+			c.Installations[i].StallTimeout = 0
+		}
+	}
+	if connect != 0 {
+		c.ConnectTimeout = connect
+	}
+	if stall != 0 {
+		c.StallTimeout = stall
+	}
+}
+
+// checkTimeout validates a connect or stall timeout setting (0: not set).
+func checkTimeout(file, field string, d time.Duration) error {
+	if d != 0 && d < MinTimeout {
+		return &FieldError{File: file, Field: field, Value: d.String(),
+			Problem: "must be at least " + MinTimeout.String() + `: write a duration string such as "30s" or "10m" (a bare number is nanoseconds)`}
+	}
 	return nil
 }
 
@@ -147,6 +219,18 @@ func (c *Config) Resolve(getenv func(string) string) ([]Installation, error) {
 		case in.Source == "":
 			return nil, &FieldError{File: c.File, Field: field + ".source", Problem: "missing: give a SQLite path or a PostgreSQL DSN (or source_env)"}
 		}
+		for _, t := range []struct {
+			key      string
+			d        *time.Duration
+			fallback time.Duration
+		}{{"connect_timeout", &in.ConnectTimeout, c.ConnectTimeout}, {"stall_timeout", &in.StallTimeout, c.StallTimeout}} {
+			if err := checkTimeout(c.File, field+"."+t.key, *t.d); err != nil {
+				return nil, err
+			}
+			if *t.d == 0 {
+				*t.d = t.fallback
+			}
+		}
 		out = append(out, in)
 	}
 	return out, nil
@@ -168,7 +252,13 @@ func (c *Config) Validate() error {
 	default:
 		return &FieldError{File: c.File, Field: "log_format", Value: c.LogFormat, Problem: "use auto, text or json"}
 	}
-	return nil
+	if err := checkTimeout(c.File, "connect_timeout", c.ConnectTimeout); err != nil {
+		return err
+	}
+	if c.StaleAfter < 0 || (c.StaleAfter != 0 && c.StaleAfter < time.Minute) {
+		return &FieldError{File: c.File, Field: "stale_after", Value: c.StaleAfter.String(), Problem: `must be at least 1m: write a duration string such as "36h"`}
+	}
+	return checkTimeout(c.File, "stall_timeout", c.StallTimeout)
 }
 
 // ParseSchedule parses a standard five-field cron expression (or a

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kandev/kandev-extract/extract"
 )
 
 func write(t *testing.T, body string) string {
@@ -94,5 +97,99 @@ func TestExampleConfigIsValid(t *testing.T) {
 	ins, err := c.Resolve(env(nil))
 	if err != nil || len(ins) != 1 || ins[0].Name != "demo" {
 		t.Errorf("example: %v %+v", err, ins)
+	}
+}
+
+// TestPostgresTimeouts: connect_timeout and stall_timeout are read as
+// durations, globally and per installation, from the file, the environment
+// and the command line (ForceTimeouts), in that order; unset they stay 0,
+// which extract.OpenOptions reads as its defaults.
+func TestPostgresTimeouts(t *testing.T) {
+	p := write(t, `
+connect_timeout = "45s"
+stall_timeout = "20m"
+[[installation]]
+name = "big"
+source = "postgres://r@db/kandev"
+stall_timeout = "1h"
+[[installation]]
+name = "small"
+source = "host=db2 dbname=kandev"
+`)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeouts := func(c Config, getenv func(string) string) string {
+		t.Helper()
+		ins, err := c.Resolve(getenv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []string
+		for _, in := range ins {
+			parts = append(parts, in.Name+" "+in.ConnectTimeout.String()+" "+in.StallTimeout.String())
+		}
+		return strings.Join(parts, ", ")
+	}
+	if got := timeouts(c, env(nil)); got != "big 45s 1h0m0s, small 45s 20m0s" {
+		t.Errorf("from the file: %s", got)
+	}
+	if err := c.ApplyEnv(env(map[string]string{EnvStallTimeout: "5m", EnvConnectTimeout: "2m"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := timeouts(c, env(nil)); got != "big 2m0s 1h0m0s, small 2m0s 5m0s" {
+		t.Errorf("with the environment: %s", got)
+	}
+	c.ForceTimeouts(0, 3*time.Minute)
+	if got := timeouts(c, env(nil)); got != "big 2m0s 3m0s, small 2m0s 3m0s" {
+		t.Errorf("with --stall-timeout: %s", got)
+	}
+	// Not set anywhere: 0, the defaults of extract.
+	d := Default()
+	d.Installations = []Installation{{Name: "x", Source: "x.db"}}
+	if got := timeouts(d, env(nil)); got != "x 0s 0s" {
+		t.Errorf("defaults: %s", got)
+	}
+}
+
+func TestPostgresTimeoutsAreValidated(t *testing.T) {
+	for _, tt := range []struct{ body, want string }{
+		{`connect_timeout = 30`, `connect_timeout = "30ns": must be at least 1s`},
+		{`stall_timeout = "500ms"`, `stall_timeout = "500ms": must be at least 1s`},
+		{`stall_timeout = "-1m"`, `stall_timeout = "-1m0s"`},
+		{"[[installation]]\nname = \"a\"\nsource = \"x\"\nstall_timeout = \"10\"", `stall_timeout`},
+		{"[[installation]]\nname = \"a\"\nsource = \"x\"\nconnect_timeout = \"1ms\"", `installation "a".connect_timeout = "1ms"`},
+	} {
+		c, err := Load(write(t, tt.body))
+		if err == nil {
+			_, err = c.Resolve(env(nil))
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want one naming %q", tt.body, err, tt.want)
+		}
+	}
+	c := Default()
+	if err := c.ApplyEnv(env(map[string]string{EnvConnectTimeout: "soon"})); err == nil || !strings.Contains(err.Error(), EnvConnectTimeout) {
+		t.Errorf("bad env: %v", err)
+	}
+}
+
+// The example file documents both keys, commented out at extract's defaults.
+func TestExampleTimeoutsAreTheDefaults(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "config.example.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.NewReplacer("# connect_timeout = ", "connect_timeout = ", "# stall_timeout = ", "stall_timeout = ").Replace(string(b))
+	if body == string(b) {
+		t.Fatal("config.example.toml does not document connect_timeout and stall_timeout")
+	}
+	c, err := Load(write(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ConnectTimeout != extract.DefaultConnectTimeout || c.StallTimeout != extract.DefaultStallTimeout {
+		t.Errorf("example timeouts %s, %s; extract's defaults %s, %s", c.ConnectTimeout, c.StallTimeout, extract.DefaultConnectTimeout, extract.DefaultStallTimeout)
 	}
 }

@@ -67,6 +67,12 @@ func checkHealthSchema(ctx context.Context, snap models.Snapshot, source string)
 	return nil
 }
 
+// maxMessageMetadata bounds the message metadata SQLite reads: a longer
+// value is measured (octet_length reads no content) and counted as
+// malformed, never loaded. Kandev's subagent-task metadata is a few hundred
+// bytes.
+const maxMessageMetadata = "1048576"
+
 // instantLayout is a fixed-width UTC form: lexical order is time order.
 const instantLayout = "2006-01-02T15:04:05.000000000Z"
 
@@ -113,14 +119,16 @@ const HealthAggregates = `
 // times and are MATERIALIZED so kx_instant runs once per row.
 const sqliteHealth = `
 WITH scan AS MATERIALIZED (
-	SELECT m.task_session_id, m.task_id, json_valid(m.metadata) AS ok,
-		CASE WHEN json_valid(m.metadata) THEN json_extract(m.metadata, '$.tool_call_id') END AS tool_call_id
+	SELECT m.task_session_id, m.task_id,
+		CASE WHEN octet_length(m.metadata) > ` + maxMessageMetadata + ` THEN 0 ELSE json_valid(m.metadata) END AS ok,
+		CASE WHEN octet_length(m.metadata) <= ` + maxMessageMetadata + ` AND json_valid(m.metadata) THEN json_extract(m.metadata, '$.tool_call_id') END AS tool_call_id
 	FROM task_session_messages m
-	WHERE m.metadata IS NOT NULL AND m.metadata NOT IN ('', 'null')
-		AND kx_instant(m.created_at) >= ?1
-		AND (NOT json_valid(m.metadata)
-			OR ((instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\') > 0)
-				AND json_extract(m.metadata, '$.normalized.kind') = 'subagent_task'))
+	WHERE m.metadata IS NOT NULL
+		AND kx_instant(CASE WHEN octet_length(m.created_at) <= 64 THEN m.created_at END) >= ?1
+		AND (octet_length(m.metadata) > ` + maxMessageMetadata + ` OR (m.metadata NOT IN ('', 'null')
+			AND (NOT json_valid(m.metadata)
+				OR ((instr(m.metadata, 'subagent_task') > 0 OR instr(m.metadata, '\') > 0)
+					AND json_extract(m.metadata, '$.normalized.kind') = 'subagent_task'))))
 ),
 accounted AS (
 	SELECT task_session_id, tool_call_id FROM scan WHERE ok
@@ -134,7 +142,14 @@ expected AS (
 ),
 since AS MATERIALIZED (
 	SELECT s.task_session_id, s.tool_call_id, kx_instant(s.observed_at) AS observed
-	FROM task_session_subagents s WHERE kx_instant(s.observed_at) >= ?1
+	-- Bounded reads: a huge id or instant is measured, never loaded (a
+	-- value over the cap matches nothing), and the unflattened subquery
+	-- keeps SQLite from copying whole values into its sorter.
+	FROM (SELECT CASE WHEN octet_length(task_session_id) <= 1048576 THEN task_session_id END AS task_session_id,
+			CASE WHEN octet_length(tool_call_id) <= 1048576 THEN tool_call_id END AS tool_call_id,
+			CASE WHEN octet_length(observed_at) <= 64 THEN observed_at END AS observed_at
+		FROM task_session_subagents LIMIT -1 OFFSET 0) s
+	WHERE kx_instant(s.observed_at) >= ?1
 )
 SELECT` + HealthAggregates + `,
 	(SELECT COUNT(*) FROM scan WHERE NOT ok)`

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,25 +24,53 @@ var _ models.Source = (*PostgresSource)(nil)
 // PostgresSource reads a Kandev PostgreSQL database through one connection,
 // inside one REPEATABLE READ READ ONLY transaction per snapshot.
 type PostgresSource struct {
-	location string // redacted
-	password string // only to scrub it from driver errors
+	location string   // PrintableLocation's form: no password, no parameter
+	secrets  []string // only to scrub them from driver errors
 	conn     *pgx.Conn
+	guard    *stallGuard
+	connect  time.Duration // the connect timeout in effect
 }
 
 // OpenPostgres connects to dsn (URL or keyword form). The password is never
-// part of an error or of Location.
-func OpenPostgres(ctx context.Context, dsn string) (*PostgresSource, error) {
-	loc := RedactDSN(dsn)
-	cfg, err := pgx.ParseConfig(dsn)
+// part of an error or of Location. Connecting is bounded by the connect
+// timeout, and every read afterwards by the stall watchdog (OpenOptions).
+func OpenPostgres(ctx context.Context, dsn string, opts OpenOptions) (*PostgresSource, error) {
+	opts = opts.withDefaults()
+	c, err := classify(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: bad PostgreSQL DSN: %s", loc, scrub(err.Error(), "", dsn))
+		return nil, err
 	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 15 * time.Second
+	if c.dialect != models.DialectPostgres {
+		return nil, &sourceError{shown: PrintableLocation(dsn), msg: "not a PostgreSQL URL or keyword/value DSN"}
 	}
-	s := &PostgresSource{location: loc, password: cfg.Password}
+	cfg, loc, err := parsePostgres(c.dsn, c.isURL)
+	if err != nil {
+		return nil, err
+	}
+	// An explicit option wins over the DSN's connect_timeout; 0 (libpq's
+	// "wait for ever") never stays.
+	if opts.ConnectTimeout > 0 {
+		cfg.ConnectTimeout = opts.ConnectTimeout
+	} else if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	s := &PostgresSource{location: loc, secrets: dsnSecrets(cfg), connect: cfg.ConnectTimeout,
+		guard: &stallGuard{timeout: opts.StallTimeout}}
+	// Every connection pgx dials (each host, each TLS fallback) is watched.
+	dialer := &net.Dialer{KeepAlive: 5 * time.Minute}
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return s.guard.watch(conn), nil
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
+		if ctx.Err() == nil && !s.guard.fired.Load() && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)) {
+			return nil, fmt.Errorf("source %s: cannot reach the PostgreSQL server within the connect timeout (%s): no answer, so the server may be down, stopped or overloaded, or a firewall drops the packets; to wait longer set connect_timeout (config file) or --connect-timeout: %s",
+				s.location, s.connect, scrub(err.Error(), s.secrets))
+		}
 		return nil, s.wrap("connect", "", err)
 	}
 	s.conn = conn
@@ -58,34 +90,48 @@ func (s *PostgresSource) Close() error {
 
 // wrap turns a driver error into one an operator can act on, naming the
 // source and, where known, the table — and never the password.
+// pgPermissionTable finds the table in "permission denied for table T".
+var pgPermissionTable = regexp.MustCompile(`permission denied for (?:table|relation) "?([A-Za-z_][A-Za-z0-9_]*)"?`)
+
 func (s *PostgresSource) wrap(op, table string, err error) error {
 	what := op
 	if table != "" {
 		what = op + " " + table
 	}
-	msg := scrub(err.Error(), s.password, "")
+	if s.guard != nil && s.guard.fired.Load() {
+		return fmt.Errorf("source %s: %s: %w (%s): the server's backend may be stopped or frozen, or the network cut; the read was abandoned and the connection closed. If the server is only slow (a very large table before its first row), raise stall_timeout in the config file, or --stall-timeout",
+			s.location, what, ErrStalled, s.guard.timeout)
+	}
+	msg := scrub(err.Error(), s.secrets)
 	var pgErr *pgconn.PgError
 	var netErr net.Error
 	switch {
 	case errors.As(err, &pgErr):
+		pgMsg := scrub(pgErr.Message, s.secrets)
 		switch pgErr.Code {
 		case "28P01", "28000":
-			return fmt.Errorf("source %s: authentication failed for the PostgreSQL role (check the user and password; the password is not shown): %s", s.location, pgErr.Message)
+			return fmt.Errorf("source %s: authentication failed for the PostgreSQL role (check the user and password; the password is not shown): %s", s.location, pgMsg)
 		case "3D000":
-			return fmt.Errorf("source %s: database does not exist: %s", s.location, pgErr.Message)
+			return fmt.Errorf("source %s: database does not exist: %s", s.location, pgMsg)
 		case "42501":
-			return fmt.Errorf("source %s: %s: permission denied (%s); grant the role SELECT on it (see docs/postgres.md)", s.location, what, pgErr.Message)
+			// A read joins other tables: name the one the role may not read.
+			if m := pgPermissionTable.FindStringSubmatch(pgErr.Message); m != nil && m[1] != table {
+				return fmt.Errorf("source %s: %s: %s: permission denied (%s); grant the role SELECT on it (see docs/postgres.md)", s.location, what, m[1], pgMsg)
+			}
+			return fmt.Errorf("source %s: %s: permission denied (%s); grant the role SELECT on it (see docs/postgres.md)", s.location, what, pgMsg)
 		case "57014":
-			return fmt.Errorf("source %s: %s: cancelled by statement_timeout or a cancel request: %s", s.location, what, pgErr.Message)
+			return fmt.Errorf("source %s: %s: cancelled by statement_timeout or a cancel request: %s", s.location, what, pgMsg)
+		case "25P03":
+			return fmt.Errorf("source %s: %s: the server ended the session after idle_in_transaction_session_timeout: %s", s.location, what, pgMsg)
 		case "42P01":
 			if m := pgNoSuchTable.FindStringSubmatch(pgErr.Message); m != nil {
 				return &models.MissingTableError{Source: s.location, Table: m[1]}
 			}
-			return fmt.Errorf("source %s: %s: table missing: %s", s.location, what, pgErr.Message)
+			return fmt.Errorf("source %s: %s: table missing: %s", s.location, what, pgMsg)
 		}
-		return fmt.Errorf("source %s: %s: %s (SQLSTATE %s)", s.location, what, pgErr.Message, pgErr.Code)
+		return fmt.Errorf("source %s: %s: %s (SQLSTATE %s)", s.location, what, pgMsg, pgErr.Code)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return fmt.Errorf("source %s: %s: %w", s.location, what, err)
+		return &maskedError{text: fmt.Sprintf("source %s: %s: %s", s.location, what, msg), orig: err}
 	case errors.As(err, &netErr), strings.Contains(msg, "connect"):
 		return fmt.Errorf("source %s: cannot reach the PostgreSQL server: %s", s.location, msg)
 	}
@@ -94,15 +140,119 @@ func (s *PostgresSource) wrap(op, table string, err error) error {
 
 var pgNoSuchTable = regexp.MustCompile(`^relation "(?:public\.)?([A-Za-z0-9_]+)" does not exist`)
 
-// scrub removes a password (and a DSN that carries one) from text.
-func scrub(text, password, dsn string) string {
-	if dsn != "" {
-		text = strings.ReplaceAll(text, dsn, RedactDSN(dsn))
-	}
-	if password != "" {
-		text = strings.ReplaceAll(text, password, "REDACTED")
+// scrub removes secrets from text: a safety net, as driver errors are not
+// meant to hold any. One shorter than 4 bytes is left alone: replacing it
+// would mangle words.
+func scrub(text string, secrets []string) string {
+	for _, s := range secrets {
+		if len(s) >= 4 {
+			text = strings.ReplaceAll(text, s, redactedMark)
+		}
 	}
 	return text
+}
+
+// dsnSecrets are the parts of a parsed DSN no error may show: the password,
+// and the names and values of parameters that are not common settings —
+// the tail of a password written with a raw '&' or space becomes such a
+// parameter, and the server names an unknown one in its error.
+func dsnSecrets(cfg *pgx.ConnConfig) []string {
+	out := []string{cfg.Password}
+	for k, v := range cfg.RuntimeParams {
+		if !commonSettings[k] {
+			out = append(out, k, v)
+		}
+	}
+	// Longest first, so that no secret is left half replaced.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// commonSettings are server settings a DSN commonly passes (options=-c…,
+// application_name=…); their names and values are not secret.
+var commonSettings = map[string]bool{
+	"application_name": true, "client_encoding": true, "options": true, "search_path": true, "timezone": true,
+	"datestyle": true, "intervalstyle": true, "statement_timeout": true, "lock_timeout": true,
+	"idle_in_transaction_session_timeout": true, "default_transaction_read_only": true, "extra_float_digits": true,
+}
+
+// stallGuard is the client-side watchdog of a PostgreSQL source. Every
+// connection it watches counts the reads and writes in progress; when one
+// has waited StallTimeout with no byte moving, the guard closes the
+// connection, so pgx fails the query at once and closes the connection,
+// and wrap reports ErrStalled. A connection idle between queries (nothing
+// asked of the server) is never timed: only waiting for the server is.
+type stallGuard struct {
+	timeout time.Duration
+	fired   atomic.Bool
+}
+
+func (g *stallGuard) watch(c net.Conn) net.Conn {
+	w := &watchedConn{Conn: c, g: g, done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+type watchedConn struct {
+	net.Conn
+	g    *stallGuard
+	seq  atomic.Uint64 // moves at every start and end of a Read or Write
+	busy atomic.Int32  // Reads and Writes in progress
+	done chan struct{}
+	once sync.Once
+}
+
+func (w *watchedConn) Read(b []byte) (int, error) {
+	w.busy.Add(1)
+	w.seq.Add(1)
+	n, err := w.Conn.Read(b)
+	w.seq.Add(1)
+	w.busy.Add(-1)
+	return n, err
+}
+
+func (w *watchedConn) Write(b []byte) (int, error) {
+	w.busy.Add(1)
+	w.seq.Add(1)
+	n, err := w.Conn.Write(b)
+	w.seq.Add(1)
+	w.busy.Add(-1)
+	return n, err
+}
+
+func (w *watchedConn) Close() error {
+	w.once.Do(func() { close(w.done) })
+	return w.Conn.Close()
+}
+
+// run checks a few times per timeout whether a read or write has been
+// blocked, with nothing moving, for the whole timeout.
+func (w *watchedConn) run() {
+	tick := min(max(w.g.timeout/20, 10*time.Millisecond), time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var seen uint64
+	var since time.Time
+	for {
+		select {
+		case <-w.done:
+			return
+		case now := <-t.C:
+			if w.busy.Load() == 0 {
+				since = time.Time{}
+				continue
+			}
+			if seq := w.seq.Load(); since.IsZero() || seq != seen {
+				seen, since = seq, now
+				continue
+			}
+			if now.Sub(since) >= w.g.timeout {
+				w.g.fired.Store(true)
+				w.Close()
+				return
+			}
+		}
+	}
 }
 
 // Begin opens a REPEATABLE READ READ ONLY transaction: one snapshot for
@@ -113,13 +263,24 @@ func (s *PostgresSource) Begin(ctx context.Context) (models.Snapshot, error) {
 		return nil, s.wrap("begin snapshot", "", err)
 	}
 	at := time.Now().UTC()
-	// The snapshot is taken at the first statement.
-	var one int
-	if err := tx.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
+	// The snapshot is taken at the first statement. It also bounds, on
+	// the server, how long this transaction may sit idle (a client that
+	// died or froze between two queries must not hold the snapshot, and
+	// the vacuum horizon, for ever). A run is never idle that long: rows
+	// are streamed, and the stall watchdog guards the other direction.
+	var set string
+	if err := tx.QueryRow(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true)`,
+		strconv.FormatInt(idleInTransactionTimeout(s.guard.timeout).Milliseconds(), 10)).Scan(&set); err != nil {
 		tx.Rollback(ctx)
 		return nil, s.wrap("begin snapshot", "", err)
 	}
 	return &pgSnapshot{src: s, tx: tx, at: at}, nil
+}
+
+// idleInTransactionTimeout is the server-side bound on an idle snapshot
+// transaction: twice the stall timeout, and at least 10 minutes.
+func idleInTransactionTimeout(stall time.Duration) time.Duration {
+	return max(2*stall, 10*time.Minute)
 }
 
 type pgSnapshot struct {
@@ -171,26 +332,43 @@ func (p *pgSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	if err := requireColumns(p.src.location, "kandev_meta", cols, "key", "value"); err != nil {
 		return nil, err
 	}
-	rows, err := p.tx.Query(ctx, `SELECT key::text, value::text FROM kandev_meta`)
+	// Only the keys used, each value capped in the server (left() reads
+	// a slice; octet_length reads the TOAST header, not the value).
+	args := make([]any, len(models.MetaKeys))
+	for i, k := range models.MetaKeys {
+		args[i] = k
+	}
+	rows, err := p.tx.Query(ctx, fmt.Sprintf(`SELECT key::text, left(value::text, %d), octet_length(value::text)
+		FROM kandev_meta WHERE key::text IN (%s)`, models.MaxLabelBytes, placeholders(len(args), "$")), args...)
 	if err != nil {
 		return nil, p.src.wrap("read", "kandev_meta", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (models.MetaEntry, error) {
-		var k, v *string
-		err := r.Scan(&k, &v)
-		e := models.MetaEntry{}
+	var (
+		m metaReader
+		k *string
+		v *string
+		n *int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&k, &v, &n}, func() error {
+		var key string
+		var val any
+		var bytes int64
 		if k != nil {
-			e.Key = *k
+			key = *k
 		}
 		if v != nil {
-			e.Value = *v
+			val = *v
 		}
-		return e, err
+		if n != nil {
+			bytes = *n
+		}
+		m.add(key, val, bytes)
+		return nil
 	})
 	if err != nil {
 		return nil, p.src.wrap("read", "kandev_meta", err)
 	}
-	return out, nil
+	return m.out, nil
 }
 
 func (p *pgSnapshot) SubagentSchema(ctx context.Context) (models.SubagentSchema, error) {
@@ -256,12 +434,20 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 	// timestamp without time zone is read as is: its wall clock is UTC by
 	// Kandev's contract, and no session TimeZone is ever applied to it.
 	have := columnSet(cols)
-	list, err := selectList(p.src.location, spec, have, func(c string) string { return c })
+	types, err := p.pgColumnTypes(ctx, spec.Name)
 	if err != nil {
 		return err
 	}
-	q := strings.ReplaceAll("SELECT "+list+fromClause(spec, have), models.SQLiteNotIndexed, "")
-	return p.stream(ctx, spec.Name, q, nil, fn)
+	capped, lengths, plan := capSpec(spec, have, pgCap(types))
+	list, err := selectList(p.src.location, capped, have, func(c string) string { return c })
+	if err != nil {
+		return err
+	}
+	if lengths != "" {
+		list += ", " + lengths
+	}
+	q := strings.NewReplacer(models.SQLiteNotIndexed, "", models.SQLiteNoFlatten, "").Replace("SELECT " + list + fromClause(spec, have))
+	return p.stream(ctx, spec.Name, q, nil, plan.wrap(fn))
 }
 
 func (p *pgSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {

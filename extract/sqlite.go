@@ -178,23 +178,37 @@ func (s *sqliteSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	if err := requireColumns(s.src.Path, "kandev_meta", cols, "key", "value"); err != nil {
 		return nil, err
 	}
-	rows, err := s.tx.QueryContext(ctx, `SELECT CAST(key AS TEXT), CAST(value AS TEXT) FROM kandev_meta`)
+	// Only the keys used, each value measured and capped in the query (a
+	// prefix is read only of a value up to SQLiteMetaPrefixBytes: substr
+	// loads the whole value).
+	args := make([]any, len(models.MetaKeys))
+	for i, k := range models.MetaKeys {
+		args[i] = k
+	}
+	q := fmt.Sprintf(`SELECT CAST(key AS TEXT),
+		CASE WHEN octet_length(value) <= %[1]d THEN CAST(value AS TEXT)
+			WHEN octet_length(value) <= %[2]d THEN substr(CAST(value AS BLOB), 1, %[1]d) END,
+		octet_length(value)
+		FROM kandev_meta WHERE key IN (%[3]s)`, models.MaxLabelBytes, models.SQLiteMetaPrefixBytes, placeholders(len(args), "?"))
+	rows, err := s.tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.src.wrap("read kandev_meta", err)
 	}
 	defer rows.Close()
-	var out []models.MetaEntry
+	var m metaReader
 	for rows.Next() {
-		var k, v sql.NullString
-		if err := rows.Scan(&k, &v); err != nil {
+		var k sql.NullString
+		var v any
+		var n sql.NullInt64
+		if err := rows.Scan(&k, &v, &n); err != nil {
 			return nil, s.src.wrap("read kandev_meta", err)
 		}
-		out = append(out, models.MetaEntry{Key: k.String, Value: v.String})
+		m.add(k.String, v, n.Int64)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.src.wrap("read kandev_meta", err)
 	}
-	return out, nil
+	return m.out, nil
 }
 
 func (s *sqliteSnapshot) TableExists(ctx context.Context, table string) (bool, error) {
@@ -276,31 +290,39 @@ func (s *sqliteSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn fun
 	if err != nil {
 		return err
 	}
-	q, err := sqliteScanSQL(s.src.Path, spec, cols)
+	q, plan, err := sqliteScanSQL(s.src.Path, spec, cols)
 	if err != nil {
 		return err
 	}
-	return s.stream(ctx, spec.Name, q, nil, fn)
+	return s.stream(ctx, spec.Name, q, nil, plan.wrap(fn))
 }
 
 // SQLiteScanSQL is the statement the SQLite reader runs for spec on a table
-// with the given columns; the benchmark floor runs exactly this SQL.
+// with the given columns; the benchmark floor runs exactly this SQL. When
+// spec caps columns, the statement has one more column than spec (see
+// capSpec).
 func SQLiteScanSQL(spec models.TableSpec, cols []string) (string, error) {
-	return sqliteScanSQL("", spec, cols)
+	q, _, err := sqliteScanSQL("", spec, cols)
+	return q, err
 }
 
-func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string, error) {
+func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string, capPlan, error) {
 	have := columnSet(cols)
-	list, err := selectList(source, spec, have, func(c string) string {
+	capped, lengths, plan := capSpec(spec, have, sqliteCap(models.SQLitePrefixBytes))
+	list, err := selectList(source, capped, have, func(c string) string {
 		// Read the stored text itself: the driver would otherwise turn
 		// TIMESTAMP-declared columns into time.Time and lose the form.
 		return "CAST(" + c + " AS TEXT)"
 	})
 	if err != nil {
-		return "", err
+		return "", plan, err
+	}
+	if lengths != "" {
+		list += ", " + lengths
 	}
 	q := "SELECT " + list + fromClause(spec, have)
-	return strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED"), nil
+	q = strings.ReplaceAll(q, models.SQLiteNoFlatten, "LIMIT -1 OFFSET 0")
+	return strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED"), plan, nil
 }
 
 func (s *sqliteSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 
@@ -25,7 +26,11 @@ var baseComments = map[string]string{
 	"dim_workflow_step":       "Workflow steps.",
 	"disclosures":             "Per installation, each rule that applies to its data, in plain words, with the instants and counts.",
 	"fact_writer_health":      "Writer-health evaluation per installation and run (see writer_health).",
-	"rejects":                 "Source values the extractor refused or flagged: table, row id, column, raw value, reason, and the action: quarantined_row (not in the fact), nulled_value (kept as NULL), replaced_value (repaired, e.g. invalid UTF-8), flagged (kept as is: orphan, duplicate key, non-UTC offset).",
+	"fact_writer_shortfall":   "The writer-health shortfall's keys: each subagent-task message at or after capture_since whose tool call has no subagent row, with its session and turn. Identifiers only (see writer_shortfall_turns).",
+	TableArchiveSubagent:      "Subagent rows deleted from the source since the first run, carried forward by every run: each with the run that detected the deletion and the run and snapshot that last saw it. Current views do not include them; subagent_contexts_with_deleted does.",
+	TableArchiveSession:       "Sessions deleted from the source since the first run (Kandev deletes a session's turns and subagent rows with it, AC-16), carried forward by every run.",
+	TableArchiveTurn:          "Turns deleted from the source since the first run, carried forward by every run.",
+	"rejects":                 "Source values the extractor refused or flagged: table, row id, column, raw value, reason, and the action: quarantined_row (not in the fact), nulled_value (kept as NULL), replaced_value (repaired, e.g. invalid UTF-8), truncated_value (cut to its cap, or NULL when too long to read), flagged (kept as is: orphan, duplicate key, non-UTC offset).",
 }
 
 // Rebuilt says what the rebuilt warehouse.duckdb serves and what it does
@@ -37,6 +42,10 @@ type Rebuilt struct {
 	// Expired are the runs retention removes once the new database is in
 	// place (Prune); the database already leaves them out.
 	Expired []models.Manifest
+	// Analyst says which objects analysts had created in the old file were
+	// carried into the new one, and where a copy of the old file keeps
+	// what could not be.
+	Analyst Carried
 }
 
 // Rebuild builds warehouse.duckdb anew from the valid manifests, every
@@ -49,7 +58,7 @@ type Rebuilt struct {
 // _build/, checked, and renamed over the old one after any write-ahead log
 // of the old one is removed (DuckDB would otherwise replay it onto the new
 // file); then it is opened once more to prove it is readable.
-func (w *Warehouse) Rebuild(ctx context.Context, keep int) (Rebuilt, error) {
+func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Duration) (Rebuilt, error) {
 	var out Rebuilt
 	set, err := ScanManifests(w.Dir)
 	if err != nil {
@@ -104,9 +113,16 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int) (Rebuilt, error) {
 	}
 	tmp := filepath.Join(dir, DatabaseFile)
 	final := filepath.Join(w.Dir, DatabaseFile)
-	if err := buildInto(ctx, tmp, rows, out.Problems, files); err != nil {
+	out.Analyst, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter)
+	if err != nil {
 		w.removeAll(buildDir)
 		return out, fmt.Errorf("build %s: %w", final, err)
+	}
+	if len(out.Analyst.Lost) > 0 {
+		if out.Analyst.Preserved, err = w.preserve(time.Now()); err != nil {
+			w.removeAll(buildDir)
+			return out, fmt.Errorf("build %s: analyst objects could not be carried over, and the old file could not be kept: %w", final, err)
+		}
 	}
 	if _, err := os.Lstat(tmp + ".wal"); err == nil {
 		return out, fmt.Errorf("build %s: a write-ahead log remained after the checkpoint", final)
@@ -132,6 +148,9 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int) (Rebuilt, error) {
 	w.removeAll(buildDir)
 	if err := checkDatabase(ctx, final); err != nil {
 		return out, fmt.Errorf("the rebuilt %s cannot be read: %w", final, err)
+	}
+	if err := w.publishCurrent(rows); err != nil {
+		return out, fmt.Errorf("publish the current layout: %w", err)
 	}
 	return out, nil
 }
@@ -172,17 +191,17 @@ type runRow struct {
 	problem string
 }
 
-func buildInto(ctx context.Context, path string, runs []runRow, problems []ManifestProblem, files map[string][]string) error {
+func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration) (carried Carried, err error) {
 	// The file is attached rather than named in the driver's DSN, which
 	// cuts a path at "?" (a warehouse may be called "wh?").
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
-		return err
+		return carried, err
 	}
 	defer db.Close()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return err
+		return carried, err
 	}
 	defer conn.Close()
 	exec := func(q string, args ...any) error {
@@ -191,61 +210,121 @@ func buildInto(ctx context.Context, path string, runs []runRow, problems []Manif
 		}
 		return nil
 	}
+	// The rebuild reads every retained run: bound DuckDB's memory so the
+	// run's peak stays flat however many runs are kept (it spills to
+	// _build/ beside the new file instead).
+	for _, q := range []string{`SET memory_limit = '` + DuckDBMemoryLimit + `'`, `SET preserve_insertion_order = false`,
+		`SET temp_directory = ` + quote(filepath.Join(filepath.Dir(path), "spill"))} {
+		if err := exec(q); err != nil {
+			return carried, err
+		}
+	}
 	if err := exec(`ATTACH ` + quote(path) + ` AS warehouse`); err != nil {
-		return err
+		return carried, err
 	}
 	if err := exec(`USE warehouse`); err != nil {
-		return err
+		return carried, err
 	}
 	if err := createRuns(ctx, conn, runs, problems); err != nil {
-		return err
+		return carried, err
 	}
-	if err := exec(`CREATE VIEW current_runs AS
-		SELECT installation_id, arg_max(run_id, run_order) AS run_id, arg_max(finished_at, run_order) AS finished_at,
-			max(commit_seq) AS commit_seq
-		FROM runs WHERE status = 'committed' AND served GROUP BY installation_id`); err != nil {
-		return err
+	if staleAfter <= 0 {
+		staleAfter = DefaultStaleAfter
 	}
-	if err := exec(`COMMENT ON VIEW current_runs IS 'The latest served committed run of each installation, by commit sequence (never by clock): what every current view reads.'`); err != nil {
-		return err
+	if err := exec(fmt.Sprintf(currentRunsSQL, staleAfter.Microseconds())); err != nil {
+		return carried, err
+	}
+	if err := exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter))); err != nil {
+		return carried, err
+	}
+	views, err := analyticViews()
+	if err != nil {
+		return carried, err
 	}
 	if len(files) > 0 {
 		for _, t := range baseTables {
 			list := files[t]
 			if len(list) == 0 {
-				return fmt.Errorf("no served file for table %s", t)
+				return carried, fmt.Errorf("no served file for table %s", t)
 			}
 			sort.Strings(list)
 			if err := exec(`CREATE TABLE ` + t + `_history AS SELECT * FROM read_parquet(` +
 				sqlList(list) + `, union_by_name = true, hive_partitioning = false)`); err != nil {
-				return err
+				return carried, err
 			}
 			if err := exec(`CREATE VIEW ` + t + ` AS SELECT h.* FROM ` + t + `_history h
 				SEMI JOIN current_runs c ON h.installation_id = c.installation_id AND h.run_id = c.run_id`); err != nil {
-				return err
+				return carried, err
 			}
 		}
-		views, err := analyticViews()
-		if err != nil {
-			return err
+		if err := exec(staleDisclosuresSQL); err != nil {
+			return carried, err
 		}
 		for _, v := range views {
 			if err := exec(v.sql); err != nil {
-				return fmt.Errorf("view %s: %w", v.name, err)
+				return carried, fmt.Errorf("view %s: %w", v.name, err)
 			}
 		}
 		if err := comment(ctx, conn, views); err != nil {
-			return err
+			return carried, err
 		}
 	}
+	if carried, err = carryAnalystObjects(ctx, conn, oldPath, views); err != nil {
+		return carried, fmt.Errorf("analyst objects: %w", err)
+	}
 	if err := exec(`CHECKPOINT warehouse`); err != nil {
-		return err
+		return carried, err
 	}
 	if err := exec(`USE memory`); err != nil {
-		return err
+		return carried, err
 	}
-	return exec(`DETACH warehouse`)
+	return carried, exec(`DETACH warehouse`)
 }
+
+// staleDisclosuresSQL makes the current disclosures include stale_data,
+// evaluated when queried (the data ages between runs).
+const staleDisclosuresSQL = `CREATE OR REPLACE VIEW disclosures AS
+	SELECT h.* FROM disclosures_history h SEMI JOIN current_runs c ON h.installation_id = c.installation_id AND h.run_id = c.run_id
+	UNION ALL BY NAME
+	SELECT installation_id, run_id, 'stale_data' AS rule, 'warning' AS severity,
+		CASE WHEN latest_attempt_failed
+			THEN 'The latest attempt (run ' || latest_attempt_run_id || ', ' || latest_attempt_status || ') did not become current: this data is from run ' || run_id || ', snapshot ' || strftime(snapshot_at AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%SZ') || ' (' || data_age_hours || ' h old). ' || coalesce('Its error: ' || latest_attempt_error, '')
+			ELSE 'This data is ' || data_age_hours || ' h old (snapshot ' || strftime(snapshot_at AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%SZ') || '): older than the staleness threshold. Has the nightly run stopped?' END AS text,
+		snapshot_at AS instant, NULL::BIGINT AS count
+	FROM current_runs WHERE is_stale`
+
+// DuckDBMemoryLimit bounds the memory DuckDB may use in a run (the rebuild,
+// the deletion comparison); it spills to disk beyond it.
+const DuckDBMemoryLimit = "96MB"
+
+// DefaultStaleAfter is how old a snapshot may be before its data is
+// disclosed as stale.
+const DefaultStaleAfter = 36 * time.Hour
+
+// currentRunsSQL picks each installation's latest served committed run (by
+// commit sequence) and says how fresh it is: its snapshot, the newest
+// source activity it read, its age now, and whether the installation's
+// latest attempt failed. %d is the staleness threshold in microseconds.
+const currentRunsSQL = `CREATE VIEW current_runs AS
+	WITH served AS (
+		SELECT installation_id, arg_max(run_id, run_order) AS run_id, arg_max(finished_at, run_order) AS finished_at,
+			arg_max(commit_seq, run_order) AS commit_seq, arg_max(snapshot_at, run_order) AS snapshot_at,
+			arg_max(newest_source_activity_at, run_order) AS newest_source_activity_at
+		FROM runs WHERE status = 'committed' AND served GROUP BY installation_id),
+	latest AS (
+		SELECT installation_id, arg_max(run_id, run_order) AS latest_attempt_run_id,
+			arg_max(status, run_order) AS latest_attempt_status, arg_max(error, run_order) AS latest_attempt_error,
+			arg_max(finished_at, run_order) AS latest_attempt_finished_at
+		FROM runs WHERE run_order IS NOT NULL GROUP BY installation_id)
+	SELECT s.installation_id, s.run_id, s.finished_at, s.commit_seq, s.snapshot_at, s.newest_source_activity_at,
+		l.latest_attempt_run_id, l.latest_attempt_status, l.latest_attempt_finished_at, l.latest_attempt_error,
+		l.latest_attempt_run_id <> s.run_id AS latest_attempt_failed,
+		round(date_diff('second', s.snapshot_at, now()) / 3600.0, 2) AS data_age_hours,
+		l.latest_attempt_run_id <> s.run_id OR now() - s.snapshot_at > to_microseconds(%d) AS is_stale
+	FROM served s JOIN latest l USING (installation_id)`
+
+const currentRunsComment = "The latest served committed run of each installation, by commit sequence (never by clock): what every current view reads; join it on installation_id to know how old a current view's data is. " +
+	"is_stale is true when the installation's latest attempt did not become current (it failed, or its files failed verification) or the snapshot is older than %s; the stale_data disclosure then applies."
 
 func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []ManifestProblem) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE runs (
@@ -253,7 +332,8 @@ func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []M
 		started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, duration_ms BIGINT,
 		source_dialect VARCHAR, source_location VARCHAR, kandev_version VARCHAR, snapshot_at TIMESTAMPTZ,
 		activation_state VARCHAR, subagent_rows BIGINT, rejected_values BIGINT, extractor_version VARCHAR,
-		commit_seq BIGINT, run_order BIGINT, served BOOLEAN NOT NULL, checksums_verified BOOLEAN, problem VARCHAR)`); err != nil {
+		commit_seq BIGINT, run_order BIGINT, served BOOLEAN NOT NULL, checksums_verified BOOLEAN, problem VARCHAR,
+		newest_source_activity_at TIMESTAMPTZ)`); err != nil {
 		return err
 	}
 	for _, r := range runs {
@@ -261,6 +341,7 @@ func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []M
 		var (
 			dialect, location, version, activation, extractor any
 			snapshot, subagents, rejected, seq, verified      any
+			newest                                            any
 		)
 		if p := m.Provenance; p != nil {
 			dialect, location, activation, extractor = string(p.SourceDialect), p.SourceLocation, string(p.ActivationState), p.ExtractorVersion
@@ -268,6 +349,15 @@ func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []M
 				version = *p.KandevVersion
 			}
 			snapshot, rejected = p.SnapshotAt, p.RejectedValues
+			var top time.Time
+			for _, t := range p.Tables {
+				if t.HighWater != nil && t.HighWater.After(top) {
+					top = *t.HighWater
+				}
+			}
+			if !top.IsZero() {
+				newest = top
+			}
 			if t, ok := p.Tables["fact_subagent_context"]; ok && p.TableShape != models.ShapeAbsent {
 				subagents = t.RowsWritten
 			}
@@ -285,10 +375,10 @@ func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []M
 		if r.problem != "" {
 			problem = r.problem
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := conn.ExecContext(ctx, `INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			m.RunID, m.InstallationID, m.Status, errText, m.StartedAt, m.FinishedAt, m.DurationMS,
 			dialect, location, version, snapshot, activation, subagents, rejected, extractor,
-			seq, r.order, r.served, verified, problem); err != nil {
+			seq, r.order, r.served, verified, problem, newest); err != nil {
 			return fmt.Errorf("runs: %w", err)
 		}
 	}

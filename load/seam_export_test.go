@@ -13,3 +13,6 @@ func SetCreateFile(t testing.TB, create func(path string) (FileSink, error)) {
 	createFile = create
 	t.Cleanup(func() { createFile = saved })
 }
+
+// SingleCreate exposes singleCreate to the external tests.
+var SingleCreate = singleCreate

@@ -12,7 +12,8 @@ import (
 // installation).
 var baseTables = []string{
 	"fact_subagent_context", "fact_installation_state", "dim_task", "dim_session", "dim_turn",
-	"dim_workflow", "dim_workflow_step", "disclosures", "rejects", "fact_writer_health",
+	"dim_workflow", "dim_workflow_step", "disclosures", "rejects", "fact_writer_health", "fact_writer_shortfall",
+	TableArchiveSubagent, TableArchiveSession, TableArchiveTurn,
 }
 
 // The analytic views are SQL files in views/, run in file-name order (a

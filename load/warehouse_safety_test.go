@@ -379,6 +379,11 @@ func TestStaleWALDoesNotSurviveARebuild(t *testing.T) {
 	if got := duckOne(t, wh, `SELECT count(*) || ' ' || max(run_id) FROM runs`); got != "2 "+second.RunID {
 		t.Errorf("runs after the rebuild: %s, want 2 runs, latest %s", got, second.RunID)
 	}
+	// The analyst's table, which lived only in that log, was carried over;
+	// the log's DELETE FROM runs touched only the old file.
+	if got := duckOne(t, wh, `SELECT x FROM analyst_notes`); got != "1" {
+		t.Errorf("analyst_notes: %s", got)
+	}
 }
 
 // A planted WAL that is a directory cannot be removed: the run says so
@@ -389,7 +394,7 @@ func TestUnremovableWALFailsTheRun(t *testing.T) {
 	os.MkdirAll(filepath.Join(wh, load.DatabaseFile+".wal", "x"), 0o755)
 	_, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh,
 		Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
-	if err == nil || !strings.Contains(err.Error(), "write-ahead log") {
+	if err == nil || !strings.Contains(err.Error(), "warehouse.duckdb.wal") {
 		t.Errorf("run with an unremovable WAL: %v", err)
 	}
 }
@@ -448,5 +453,174 @@ func TestVersion1ManifestsAreServed(t *testing.T) {
 	testkit.EqualSets(t, "runs", got, want)
 	if got := duckOne(t, wh, `SELECT run_id FROM current_runs`); got != second.RunID {
 		t.Errorf("current %s, want %s", got, second.RunID)
+	}
+}
+
+// Objects an analyst created in warehouse.duckdb survive the next run:
+// tables (with their rows), schemas, and views over the warehouse's own
+// views are carried into the new file; what cannot be carried (a macro)
+// stays in a copy of the old file under _preserved/, and the run says so.
+func TestAnalystObjectsAreNeverDestroyedSilently(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	safetyRun(t, wh, 0, "lab")
+	db, err := sql.Open("duckdb", filepath.Join(wh, load.DatabaseFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE notes(id INTEGER PRIMARY KEY, note VARCHAR DEFAULT 'x;y')`,
+		`INSERT INTO notes VALUES (1, 'keep me'), (2, 'and me')`,
+		`CREATE SCHEMA scratch`, `CREATE TABLE scratch.big_turns AS SELECT turn_id FROM fanout_by_turn WHERE subagents_observed > 1`,
+		`CREATE VIEW my_fanout AS SELECT fanout_completeness, count(*) AS n FROM fanout_by_turn GROUP BY ALL`,
+		`CREATE VIEW my_fanout_total AS SELECT sum(n) AS total FROM my_fanout`,
+		`CREATE MACRO twice(a) AS a * 2`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	turns := testkit.One(t, db, `SELECT count(*) FROM fanout_by_turn`)
+	big := testkit.One(t, db, `SELECT count(*) FROM scratch.big_turns`)
+	db.Close()
+
+	res := safetyRun(t, wh, 0, "lab")
+	if got := strings.Join(res.Analyst.Objects, ","); got != "table main.notes,table scratch.big_turns,view main.my_fanout,view main.my_fanout_total" {
+		t.Errorf("carried %s", got)
+	}
+	if len(res.Analyst.Lost) != 1 || !strings.HasPrefix(res.Analyst.Lost[0], "macro, sequence or type main.twice") || res.Analyst.Preserved == "" {
+		t.Errorf("lost %v, preserved %q", res.Analyst.Lost, res.Analyst.Preserved)
+	}
+	if got := duckRows(t, wh, `SELECT id || ':' || note FROM notes`); strings.Join(got, ",") != "1:keep me,2:and me" {
+		t.Errorf("notes %v", got)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM scratch.big_turns`); got != big {
+		t.Errorf("scratch.big_turns %s rows, want %s", got, big)
+	}
+	if got := duckOne(t, wh, `SELECT total FROM my_fanout_total`); got != turns {
+		t.Errorf("my_fanout_total %s, want %s", got, turns)
+	}
+	// The copy still holds the macro.
+	pdb, err := sql.Open("duckdb", filepath.Join(wh, res.Analyst.Preserved)+"?access_mode=read_only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pdb.Close()
+	if got := testkit.One(t, pdb, `SELECT twice(21)`); got != "42" {
+		t.Errorf("preserved copy: twice(21) = %s", got)
+	}
+	// A third run carries them again, and keeps no further copy for the
+	// macro it already reported (the copy is made each time something is lost).
+	res = safetyRun(t, wh, 0, "lab")
+	if len(res.Analyst.Objects) != 4 {
+		t.Errorf("third run carried %v", res.Analyst.Objects)
+	}
+}
+
+func TestSingleCreate(t *testing.T) {
+	for q, want := range map[string]bool{
+		`CREATE VIEW v AS SELECT 1;`:                                 true,
+		`CREATE VIEW v AS SELECT 'a;b' AS s;`:                        true,
+		`CREATE VIEW v AS SELECT "we;ird" FROM t`:                    true,
+		`CREATE VIEW v AS SELECT 1; DELETE FROM runs`:                false,
+		"CREATE VIEW v AS SELECT 1 -- it's\n; DELETE FROM runs; --'": false,
+		`CREATE VIEW v AS SELECT E'a\'b' ; 'x'`:                      false,
+		`CREATE VIEW v AS SELECT $$;$$`:                              false,
+		`CREATE VIEW v AS SELECT 1 /* ; */`:                          false,
+		`CREATE OR REPLACE VIEW runs AS SELECT 1`:                    false,
+		`CREATE TABLE t(x INT)`:                                      false, // not a view
+		`CREATE VIEW v AS SELECT 'unterminated`:                      false,
+	} {
+		if got := load.SingleCreate(q, "CREATE VIEW"); got != want {
+			t.Errorf("singleCreate(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// current/ holds exactly the served run of each installation: a reader
+// that globs it gets each row once, whatever the retention, and an
+// installation whose runs all fail verification leaves it.
+func TestCurrentLayout(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	safetyRun(t, wh, 0, "a", "b")
+	second := safetyRun(t, wh, 0, "a", "b")
+	glob := filepath.ToSlash(filepath.Join(wh, "current", "fact_subagent_context", "*", "*.parquet"))
+	all := duckOne(t, wh, `SELECT count(*) FROM fact_subagent_context_history`)
+	cur := duckOne(t, wh, `SELECT count(*) FROM fact_subagent_context`)
+	if all == cur {
+		t.Fatalf("history %s = current %s: two runs expected", all, cur)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM read_parquet('`+glob+`')`); got != cur {
+		t.Errorf("current/ holds %s rows, want %s (the current view)", got, cur)
+	}
+	if got := duckOne(t, wh, `SELECT string_agg(DISTINCT run_id, ',') FROM read_parquet('`+glob+`')`); got != second.RunID {
+		t.Errorf("current/ rows come from %s, want %s", got, second.RunID)
+	}
+	doc, err := load.ReadCurrentManifest(wh)
+	if err != nil || doc.Installations["a"].RunID != second.RunID || doc.Installations["b"].Files["dim_turn"].SHA256 == "" {
+		t.Errorf("current manifest %+v, %v", doc, err)
+	}
+	// Every run of a tampered with: a leaves current/.
+	for _, m := range mustManifests(t, wh, "a") {
+		p := filepath.Join(wh, "fact_subagent_context", "installation_id=a", "run_id="+m.RunID, "part-0.parquet")
+		os.WriteFile(p, []byte("not parquet"), 0o644)
+	}
+	safetyRun(t, wh, 0, "b")
+	if _, err := os.Stat(filepath.Join(wh, "current", "dim_turn", "installation_id=a")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a still in current/: %v", err)
+	}
+	if got := duckOne(t, wh, `SELECT string_agg(DISTINCT installation_id, ',') FROM read_parquet('`+glob+`')`); got != "b" {
+		t.Errorf("current/ installations %s, want b", got)
+	}
+}
+
+func mustManifests(t *testing.T, wh, inst string) []models.Manifest {
+	t.Helper()
+	ms, err := load.ReadManifests(wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []models.Manifest
+	for _, m := range ms {
+		if m.InstallationID == inst && m.Status == models.RunCommitted {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// The period views cover every day, week and month from the first to the
+// last turn, each turn once per grain; no column is HUGEINT (BI drivers
+// cannot read it).
+func TestPeriodViews(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	safetyRun(t, wh, 0, "lab")
+	src := testkit.SourceDB(t, testkit.Fixture(t, "fresh-activated.db"))
+	turns := testkit.One(t, src, `SELECT count(*) FROM task_session_turns`)
+	days := testkit.One(t, src, `SELECT CAST(julianday(date(max(started_at))) - julianday(date(min(started_at))) AS INTEGER) + 1 FROM task_session_turns`)
+	for _, grain := range []string{"day", "week", "month"} {
+		if got := duckOne(t, wh, `SELECT sum(turns) FROM fanout_by_period WHERE grain = '`+grain+`'`); got != turns {
+			t.Errorf("%s: %s turns, want %s", grain, got, turns)
+		}
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM fanout_by_period WHERE grain = 'day'`); got != days {
+		t.Errorf("%s day rows, want %s (every day from the first to the last turn)", got, days)
+	}
+	// A day without turns inside the range is listed, with 0 turns and
+	// NULL exact figures.
+	gap := testkit.CopyFixture(t, "fresh-activated.db")
+	testkit.SQLiteExec(t, gap, `DELETE FROM task_session_turns WHERE date(started_at) = (SELECT date(min(started_at), '+1 day') FROM task_session_turns)`)
+	gapWH := filepath.Join(t.TempDir(), "gap")
+	if _, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: gapWH,
+		Installations: []pipeline.Installation{{Name: "gap", Source: gap}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := duckOne(t, gapWH, `SELECT count(*) || ' ' || min(turns) || ' ' || count(avg_fanout_complete) FROM fanout_by_period WHERE grain = 'day' AND period_start = (SELECT min(period_start) + 1 FROM fanout_by_period WHERE grain = 'day')`); got != "1 0 0" {
+		t.Errorf("the day without turns: %s, want listed with 0 turns and no exact average", got)
+	}
+	if got := duckOne(t, wh, `SELECT sum(subagents) FROM subagent_usage_by_model_period WHERE grain = 'month'`); got != duckOne(t, wh, `SELECT count(*) FROM fact_subagent_context`) {
+		t.Errorf("usage by month covers %s rows", got)
+	}
+	if got := duckRows(t, wh, `SELECT table_name || '.' || column_name FROM duckdb_columns() WHERE data_type = 'HUGEINT'`); len(got) > 0 {
+		t.Errorf("HUGEINT columns: %v", got)
 	}
 }

@@ -24,6 +24,13 @@ const (
 	HealthKeyUnparseable HealthStatus = "capture_key_unparseable"
 	// HealthFeatureAbsent: the store has no task_session_subagents table.
 	HealthFeatureAbsent HealthStatus = "feature_absent"
+	// HealthStale: otherwise healthy, but the newest subagent row is older
+	// than the staleness threshold: nothing proves the writer still works.
+	HealthStale HealthStatus = "stale"
+	// HealthKeyChanged: capture_since or backfill_through differs from the
+	// last committed run's in the warehouse: a write-once key moved (AC-24),
+	// so every boundary drawn from it is in doubt. Takes precedence.
+	HealthKeyChanged HealthStatus = "activation_key_changed"
 )
 
 // HealthCounts are the measured sides of the check, all scoped to activity

@@ -1,5 +1,5 @@
 // Package models holds the domain vocabulary shared by every stage of the
-// pipeline: the classification enums of the data contract (DESIGN.md §3), the
+// pipeline: the classification enums of the data contract (docs/design.md §3), the
 // rows the extractor hands to the transformer, and the Source interface that
 // each source dialect implements.
 package models
@@ -12,6 +12,9 @@ const (
 	KeyBackfillThrough = "subagent_context_backfill_through"
 	KeyExecutionSince  = "subagent_context_execution_since"
 	KeyKandevVersion   = "kandev_version"
+	// KeySchemaInitializedAt is written once when Kandev creates the store:
+	// the store's own fingerprint, which binds an installation name to it.
+	KeySchemaInitializedAt = "schema_initialized_at"
 )
 
 // ExecutionSentinel is the reserved agent_execution_id Kandev stores when a

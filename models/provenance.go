@@ -20,26 +20,36 @@ func KnownDocumentVersion(v int) bool { return v == 1 || v == DocumentVersion }
 // Provenance says where every row of a run came from. It is stamped into
 // every Parquet file's key-value metadata and into the run manifest.
 type Provenance struct {
-	Format           string                     `json:"format"`
-	Version          int                        `json:"version"`
-	RunID            string                     `json:"run_id"`
-	InstallationID   string                     `json:"installation_id"`
-	SourceDialect    Dialect                    `json:"source_dialect"`
-	SourceLocation   string                     `json:"source_location"` // secrets redacted
-	KandevVersion    *string                    `json:"kandev_version"`
-	SnapshotAt       time.Time                  `json:"snapshot_at"`
-	ExtractorVersion string                     `json:"extractor_version"`
-	SchemaVersion    int                        `json:"schema_version"`
-	RawKeys          map[string]*string         `json:"raw_keys"` // null = row absent
-	TableShape       TableShape                 `json:"subagent_table_shape"`
-	ActivationState  ActivationState            `json:"activation_state"`
-	Tables           map[string]TableProvenance `json:"tables"`
-	RejectedValues   int64                      `json:"rejected_values"`
-	QuarantinedRows  int64                      `json:"quarantined_rows"`
+	Format         string  `json:"format"`
+	Version        int     `json:"version"`
+	RunID          string  `json:"run_id"`
+	InstallationID string  `json:"installation_id"`
+	SourceDialect  Dialect `json:"source_dialect"`
+	SourceLocation string  `json:"source_location"` // secrets redacted
+	// SourceFingerprint is the store's own identity,
+	// kandev_meta.schema_initialized_at verbatim (nil: absent).
+	SourceFingerprint *string                    `json:"source_fingerprint,omitempty"`
+	KandevVersion     *string                    `json:"kandev_version"`
+	SnapshotAt        time.Time                  `json:"snapshot_at"`
+	ExtractorVersion  string                     `json:"extractor_version"`
+	SchemaVersion     int                        `json:"schema_version"`
+	RawKeys           map[string]*string         `json:"raw_keys"` // null = row absent
+	TableShape        TableShape                 `json:"subagent_table_shape"`
+	ActivationState   ActivationState            `json:"activation_state"`
+	Tables            map[string]TableProvenance `json:"tables"`
+	RejectedValues    int64                      `json:"rejected_values"`
+	QuarantinedRows   int64                      `json:"quarantined_rows"`
 	// RejectsByAction splits rejected_values by the rejects table's action
-	// (quarantined_row, nulled_value, replaced_value, flagged); every
+	// (quarantined_row, nulled_value, replaced_value, truncated_value,
+	// flagged); every
 	// action is present, zero included.
 	RejectsByAction map[string]int64 `json:"rejects_by_action"`
+	// ComparedWithRun is the previous committed run this run's deletions
+	// were detected against (empty: none, e.g. the first run); Deleted
+	// counts, per archive table, the rows that run had and this one has
+	// not.
+	ComparedWithRun string           `json:"compared_with_run,omitempty"`
+	Deleted         map[string]int64 `json:"deleted,omitempty"`
 }
 
 // TableProvenance is what was actually read from one source table.

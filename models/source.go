@@ -25,6 +25,30 @@ type ColumnSpec struct {
 	// must come from the same snapshot). It is written in SQL that both
 	// dialects accept.
 	Expr string
+	// MaxBytes caps a stored column: the source query hands over at most
+	// its first MaxBytes bytes (cut at a character boundary), so a huge
+	// value never enters the process. A longer value arrives as a
+	// Truncated cell. 0 reads the value whole (Expr columns, whose values
+	// the source computes).
+	MaxBytes int
+}
+
+// Truncated is the cell of a capped column (ColumnSpec.MaxBytes) whose
+// stored value is longer than the cap. The source measured the value
+// (SQLite's and PostgreSQL's octet_length read no content) and read at
+// most a bounded prefix of it.
+type Truncated struct {
+	// Prefix is the value's first bytes: at most the cap, never a partial
+	// UTF-8 sequence at its end. Valid only when HasPrefix: SQLite cannot
+	// read a prefix without loading the whole value, so over
+	// SQLitePrefixBytes the value is not read at all.
+	Prefix    string
+	HasPrefix bool
+	// Bytes is the stored value's length in bytes.
+	Bytes int64
+	// Cap is the column's MaxBytes; Kind its ColumnKind.
+	Cap  int
+	Kind ColumnKind
 }
 
 // TableSpec is a table to stream: the columns the pipeline needs and nothing
@@ -50,6 +74,14 @@ type TableSpec struct {
 // table lookup per row; a plain scan is faster.)
 const SQLiteNotIndexed = "/*kx:sqlite-not-indexed*/"
 
+// SQLiteNoFlatten marks, at the end of a subquery, that SQLite must not
+// flatten it into the aggregate that reads it: the SQLite reader renders it
+// as LIMIT -1 OFFSET 0, the PostgreSQL reader removes it. (A flattened
+// subquery's GROUP BY sorter copies every column its aggregates read, whole:
+// one 300 MB source value cost 1.4 GB; unflattened, the sorter holds the
+// subquery's small computed columns.)
+const SQLiteNoFlatten = "/*kx:sqlite-no-flatten*/"
+
 // Column reports the index of a column in the spec, or -1.
 func (t TableSpec) Column(name string) int {
 	for i, c := range t.Columns {
@@ -60,10 +92,66 @@ func (t TableSpec) Column(name string) int {
 	return -1
 }
 
-// MetaEntry is one kandev_meta row, verbatim.
+// SQLitePrefixBytes bounds the values SQLite reads a prefix of: substr()
+// loads the whole value into memory first, so a capped value longer than
+// this is measured (octet_length reads no content) but not read at all.
+// kandev_meta values, read one at a time, are bounded by
+// SQLiteMetaPrefixBytes instead.
+const (
+	SQLitePrefixBytes     = 1 << 20
+	SQLiteMetaPrefixBytes = 32 << 20
+)
+
+// Caps on what the extractor reads of a stored value (ColumnSpec.MaxBytes,
+// and every kandev_meta value). Each is applied in the source query, so a
+// longer value never enters the process; every cut is listed in rejects.
+const (
+	// MaxLabelBytes caps identifiers and labels: ids, references, tool
+	// call and execution ids, models, types, statuses, states, names,
+	// kandev_version and the raw activation keys. Kandev's ids are 36-byte
+	// UUIDs or ~30-byte tool call ids, a valid key is at most 35 bytes.
+	MaxLabelBytes = 256
+	// MaxScalarBytes caps the text of a timestamp or an integer column:
+	// the longest valid one is 35 bytes, so a longer value is refused as
+	// not a timestamp / not an integer, never cut into one.
+	MaxScalarBytes = 64
+	// MaxMetadataBytes caps turn metadata, which is read only for
+	// workflow_step_id_at_start (Kandev writes ~70 bytes); a longer one is
+	// not read at all.
+	MaxMetadataBytes = 16 << 10
+)
+
+// MetaEntry is one kandev_meta key the extractor reads (MetaKeys), its
+// value verbatim up to MaxLabelBytes.
 type MetaEntry struct {
 	Key   string
 	Value string
+	// Bytes is the stored value's length in bytes. When it exceeds
+	// MaxLabelBytes, Value holds only its first bytes (cut at a character
+	// boundary), or nothing when !HasPrefix (see Truncated).
+	Bytes     int64
+	HasPrefix bool
+	// Rows is how many kandev_meta rows have this key: 1 unless the store
+	// lost its primary key, when the first one read is used.
+	Rows int64
+}
+
+// Truncated reports whether the stored value was longer than Value.
+func (e MetaEntry) Truncated() bool { return e.Bytes > int64(len(e.Value)) }
+
+// MetaKeys are the only kandev_meta keys the extractor reads (the three
+// activation keys, kandev_version, and schema_initialized_at, the store's
+// fingerprint); every other row stays unread.
+var MetaKeys = []string{KeyCaptureSince, KeyBackfillThrough, KeyExecutionSince, KeyKandevVersion, KeySchemaInitializedAt}
+
+// MetaRowsRead is how many kandev_meta rows a Meta result was read from
+// (the rows of MetaKeys, duplicates included).
+func MetaRowsRead(meta []MetaEntry) int64 {
+	var n int64
+	for _, e := range meta {
+		n += e.Rows
+	}
+	return n
 }
 
 // SubagentSchema is the observed shape of task_session_subagents.
@@ -92,6 +180,8 @@ type Source interface {
 type Snapshot interface {
 	// At is the wall-clock instant the snapshot was taken.
 	At() time.Time
+	// Meta reads the kandev_meta rows of MetaKeys (and no other), one
+	// entry per key, values capped at MaxLabelBytes.
 	Meta(ctx context.Context) ([]MetaEntry, error)
 	// TableExists reports whether a table is present.
 	TableExists(ctx context.Context, table string) (bool, error)
@@ -101,7 +191,8 @@ type Snapshot interface {
 	// Scan streams the rows of spec to fn. The row slice is reused between
 	// calls: fn must copy what it keeps. Values are nil, string, int64 or
 	// time.Time (KindStamp on PostgreSQL); SQLite's dynamic typing may put
-	// any of them in any column, and the transformer checks.
+	// any of them in any column, and the transformer checks. A value
+	// longer than its column's MaxBytes is a Truncated.
 	Scan(ctx context.Context, spec TableSpec, fn func(row []any) error) error
 	// Query runs a read-only statement inside the snapshot (writer health)
 	// and streams its rows like Scan.

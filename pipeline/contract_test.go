@@ -48,7 +48,13 @@ func expectedIdentities(t *testing.T, src *sql.DB) []string {
 }
 
 // expectedFanout derives (id, n, live, backfill, fanout, completeness) for
-// every turn or session.
+// every turn or session, by the rules of docs/design.md §3 written
+// independently in the source's own SQL: complete only when started at or
+// after capture_since and no subagent-task message at or after it (with a
+// session and a task) names a tool call without a row observed at or after
+// it; otherwise a lower bound where rows or messages exist, else unknown.
+// (The fixtures have no unplaced rows, no live/backfill overlap and no
+// activity in an ambiguous second; those rules have their own tests.)
 func expectedFanout(t *testing.T, src *sql.DB, table, key string, feature bool) []string {
 	counts := `0 AS n, 0 AS l, 0 AS b`
 	if feature {
@@ -56,11 +62,23 @@ func expectedFanout(t *testing.T, src *sql.DB, table, key string, feature bool) 
 			(SELECT count(*) FROM task_session_subagents s WHERE s.` + key + ` = t.id AND s.source = 'live') AS l,
 			(SELECT count(*) FROM task_session_subagents s WHERE s.` + key + ` = t.id AND s.source = 'backfill') AS b`
 	}
+	msgKey := key
+	tc := `json_extract(m.metadata, '$.tool_call_id')`
+	isTask := `json_valid(m.metadata) AND json_extract(m.metadata, '$.normalized.kind') = 'subagent_task' AND coalesce(` + tc + `, '') <> ''`
+	msgs := `(SELECT count(DISTINCT ` + tc + `) FROM task_session_messages m WHERE m.` + msgKey + ` = t.id AND ` + isTask + `) AS msgs`
+	hasRow := `1 FROM task_session_messages x WHERE 0`
+	if feature {
+		hasRow = `1 FROM task_session_subagents s WHERE s.task_session_id = m.task_session_id AND s.tool_call_id = ` + tc +
+			` AND ` + normCol("s.observed_at") + ` >= ` + normKey(keyC)
+	}
+	short := `(SELECT count(DISTINCT ` + tc + `) FROM task_session_messages m WHERE m.` + msgKey + ` = t.id AND ` + isTask + `
+		AND ` + keyC + ` IS NOT NULL AND ` + normCol("m.created_at") + ` >= ` + normKey(keyC) + `
+		AND coalesce(m.task_session_id, '') <> '' AND coalesce(m.task_id, '') <> '' AND NOT EXISTS (SELECT ` + hasRow + `)) AS short`
 	return rowsOf(t, src, `SELECT id, n, l, b,
 			CASE WHEN complete THEN n END,
-			CASE WHEN complete THEN 'complete' WHEN n > 0 THEN 'lower_bound' ELSE 'unknown' END
-		FROM (SELECT id, n, l, b, (`+fmt.Sprint(feature)+` AND `+keyC+` IS NOT NULL AND `+normCol("started_at")+` >= `+normKey(keyC)+`) AS complete
-			FROM (SELECT t.id AS id, t.started_at AS started_at, `+counts+` FROM `+table+` t))`)
+			CASE WHEN complete THEN 'complete' WHEN n > 0 OR msgs > 0 THEN 'lower_bound' ELSE 'unknown' END
+		FROM (SELECT id, n, l, b, msgs, (`+fmt.Sprint(feature)+` AND `+keyC+` IS NOT NULL AND `+normCol("started_at")+` >= `+normKey(keyC)+` AND short = 0) AS complete
+			FROM (SELECT t.id AS id, t.started_at AS started_at, `+counts+`, `+msgs+`, `+short+` FROM `+table+` t))`)
 }
 
 type fixtureWant struct {

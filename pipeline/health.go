@@ -2,32 +2,65 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
 
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/transform"
 )
 
+// HealthOptions say how to open the source and what to compare with.
+type HealthOptions struct {
+	Open extract.OpenOptions
+	// Warehouse and Installation, when set, compare the activation keys
+	// with the installation's last committed run there.
+	Warehouse, Installation string
+	// StaleAfter is how old the newest subagent row may be before a
+	// healthy writer is reported stale (0 = load.DefaultStaleAfter).
+	StaleAfter time.Duration
+	// Now is the clock (tests pin it); nil is time.Now.
+	Now func() time.Time
+}
+
 // HealthReport is a standalone writer-health evaluation of one source.
 type HealthReport struct {
-	Source     string                   `json:"source"` // redacted
-	Dialect    models.Dialect           `json:"dialect"`
-	SnapshotAt string                   `json:"snapshot_at"`
-	Activation models.ActivationState   `json:"activation_state"`
-	Status     models.HealthStatus      `json:"status"`
-	Evaluated  bool                     `json:"evaluated"`
-	Since      *string                  `json:"capture_since"`
-	Counts     *models.HealthCounts     `json:"counts"` // null when not evaluated, never zeros
-	Reason     string                   `json:"reason"`
+	Installation string                 `json:"installation,omitempty"`
+	Source       string                 `json:"source"` // redacted
+	Dialect      models.Dialect         `json:"dialect"`
+	SnapshotAt   string                 `json:"snapshot_at"`
+	Activation   models.ActivationState `json:"activation_state"`
+	Status       models.HealthStatus    `json:"status"`
+	Evaluated    bool                   `json:"evaluated"`
+	Since        *string                `json:"capture_since"`
+	Counts       *models.HealthCounts   `json:"counts"` // null when not evaluated, never zeros
+	Reason       string                 `json:"reason"`
+	// LastObservedAgeHours is the age of the newest subagent row at or
+	// after capture_since when evaluated (null otherwise); StaleAfterHours
+	// the threshold it was judged against.
+	LastObservedAgeHours *float64 `json:"last_observed_age_hours"`
+	StaleAfterHours      float64  `json:"stale_after_hours"`
+	// KeyChanges lists the activation keys that differ from the
+	// installation's last committed run in the warehouse.
+	KeyChanges []string                 `json:"key_changes,omitempty"`
 	Health     models.Health            `json:"-"`
 	State      models.InstallationState `json:"-"`
 }
 
 // CheckHealth opens one snapshot of a source and evaluates writer health
 // in it, without writing anything anywhere.
-func CheckHealth(ctx context.Context, source string) (HealthReport, error) {
+func CheckHealth(ctx context.Context, source string, opts HealthOptions) (HealthReport, error) {
 	var r HealthReport
-	src, err := extract.Open(ctx, source)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = load.DefaultStaleAfter
+	}
+	src, err := extract.OpenWith(ctx, source, opts.Open)
 	if err != nil {
 		return r, err
 	}
@@ -59,5 +92,62 @@ func CheckHealth(ctx context.Context, source string) (HealthReport, error) {
 		c := h.Counts
 		r.Counts = &c
 	}
+	r.Installation = opts.Installation
+	r.StaleAfterHours = opts.StaleAfter.Hours()
+	if h.Evaluated && h.Counts.LastObserved != nil {
+		age := opts.Now().Sub(*h.Counts.LastObserved)
+		hours := math.Round(age.Hours()*100) / 100
+		r.LastObservedAgeHours = &hours
+		if r.Status == models.HealthHealthy && age > opts.StaleAfter {
+			r.Status = models.HealthStale
+			r.Reason += fmt.Sprintf("; but the newest subagent row is %.0f h old, older than %s: nothing shows the writer still works (is Kandev in use?)",
+				age.Hours(), opts.StaleAfter)
+		}
+	}
+	if opts.Warehouse != "" && opts.Installation != "" {
+		changes, err := keyChanges(opts.Warehouse, opts.Installation, state)
+		if err != nil {
+			return r, err
+		}
+		if len(changes) > 0 {
+			r.KeyChanges = changes
+			r.Status = models.HealthKeyChanged
+			r.Reason = strings.Join(changes, "; ") + ". Kandev writes these keys once (AC-24): the store was edited, restored or replaced. " + r.Reason
+		}
+	}
 	return r, nil
+}
+
+// keyChanges compares the activation keys with the installation's last
+// committed run in the warehouse (none when it has none).
+func keyChanges(warehouse, installation string, state models.InstallationState) ([]string, error) {
+	ms, err := load.ReadManifests(warehouse)
+	if err != nil {
+		return nil, err
+	}
+	var last *models.Manifest
+	for i := range ms {
+		if ms[i].InstallationID == installation && ms[i].Status == models.RunCommitted && ms[i].Provenance != nil {
+			last = &ms[i]
+		}
+	}
+	if last == nil {
+		return nil, nil
+	}
+	show := func(v *string) string {
+		if v == nil {
+			return "absent"
+		}
+		return fmt.Sprintf("%q", *v)
+	}
+	var out []string
+	for _, k := range []struct {
+		name string
+		now  *string
+	}{{models.KeyCaptureSince, state.CaptureSince.Raw}, {models.KeyBackfillThrough, state.BackfillThrough.Raw}} {
+		if before, had := last.Provenance.RawKeys[k.name]; had && !equalRaw(before, k.now) {
+			out = append(out, fmt.Sprintf("%s was %s at run %s and is %s now", k.name, show(before), last.RunID, show(k.now)))
+		}
+	}
+	return out, nil
 }

@@ -143,7 +143,7 @@ func TestContentNeverLeaks(t *testing.T) {
 	}
 	assertNoMarker(t, "the warehouse", all)
 
-	rep, err := CheckHealth(context.Background(), path)
+	rep, err := CheckHealth(context.Background(), path, HealthOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

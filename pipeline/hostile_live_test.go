@@ -54,7 +54,7 @@ func TestKandevWriterProcess(t *testing.T) {
 // health.
 func TestLiveWriter(t *testing.T) {
 	path := copyFixture(t, "fresh-activated.db")
-	baseline, err := CheckHealth(context.Background(), fixture(t, "fresh-activated.db"))
+	baseline, err := CheckHealth(context.Background(), fixture(t, "fresh-activated.db"), HealthOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

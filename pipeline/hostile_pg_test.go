@@ -121,7 +121,7 @@ func TestPostgresPasswordNeverAppears(t *testing.T) {
 			}
 			b, _ := json.Marshal(res)
 			check(t, "the run result", string(b)+fmt.Sprintf("%+v", res))
-			rep, err := CheckHealth(context.Background(), tc.dsn)
+			rep, err := CheckHealth(context.Background(), tc.dsn, HealthOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -515,12 +515,12 @@ func TestRowLevelProblemsAreListedNotDropped(t *testing.T) {
 	}
 	// The provenance's split by action is the rejects table's, zeros included.
 	var byAction []string
-	for _, a := range []string{"quarantined_row", "nulled_value", "replaced_value", "flagged"} {
+	for _, a := range []string{"quarantined_row", "nulled_value", "replaced_value", "flagged", "truncated_value"} {
 		byAction = append(byAction, fmt.Sprintf("%s|%d", a, p.RejectsByAction[a]))
 	}
 	equalSets(t, "provenance rejects_by_action", sortedCopy(byAction), rowsOf(t, db,
-		`SELECT a, count(r.action) FROM (VALUES ('quarantined_row'), ('nulled_value'), ('replaced_value'), ('flagged')) v(a) LEFT JOIN rejects r ON r.action = a GROUP BY a`))
-	if len(p.RejectsByAction) != 4 || p.RejectsByAction["quarantined_row"] != 1 {
+		`SELECT a, count(r.action) FROM (VALUES ('quarantined_row'), ('nulled_value'), ('replaced_value'), ('flagged'), ('truncated_value')) v(a) LEFT JOIN rejects r ON r.action = a GROUP BY a`))
+	if len(p.RejectsByAction) != 5 || p.RejectsByAction["quarantined_row"] != 1 {
 		t.Errorf("rejects_by_action = %v", p.RejectsByAction)
 	}
 	assertEverythingReadable(t, wh)

@@ -51,6 +51,12 @@ func copyToPostgres(t *testing.T, sqlitePath string) string {
 				sel = append(sel, `"`+c+`"`)
 			}
 		}
+		if len(cols) == 0 { // the store has no such table (e.g. before subagent capture)
+			if _, err := conn.Exec(ctx, `DROP TABLE `+table+` CASCADE`); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		q, err := src.Query(`SELECT ` + strings.Join(sel, ", ") + ` FROM ` + table)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -30,6 +31,17 @@ var Version = "dev"
 type Installation struct {
 	Name   string // stable id: becomes installation_id
 	Source string // SQLite path or PostgreSQL DSN
+	// ConnectTimeout and StallTimeout bound a PostgreSQL source (0 =
+	// extract's defaults); see extract.OpenOptions.
+	ConnectTimeout, StallTimeout time.Duration
+	// Rebind binds the installation name to this run's source even when
+	// it is bound to another one (load.CheckBinding).
+	Rebind bool
+}
+
+// openOptions are the source options of an installation.
+func (in Installation) openOptions() extract.OpenOptions {
+	return extract.OpenOptions{ConnectTimeout: in.ConnectTimeout, StallTimeout: in.StallTimeout}
 }
 
 // Options configure a run.
@@ -43,6 +55,9 @@ type Options struct {
 	Now func() time.Time
 	// Retention keeps this many committed runs per installation (0 = all).
 	Retention int
+	// StaleAfter is the age beyond which an installation's current data is
+	// disclosed as stale (0 = load.DefaultStaleAfter).
+	StaleAfter time.Duration
 	// WaitLock is how long to wait for another run's warehouse lock
 	// (0 = fail at once with load.ErrLocked).
 	WaitLock time.Duration
@@ -51,9 +66,30 @@ type Options struct {
 	// It bounds the memory a run needs: a table's batch is held in Arrow
 	// builders until it is written.
 	BatchRows int
-	// Progress, when set, is called as rows stream (every ProgressEvery
-	// rows and at the end of each table).
+	// Progress, when set, is called as rows stream (with 0 as each
+	// table's scan begins, every ProgressEvery rows, and at its end).
 	Progress func(installation, table string, rows int64)
+	// Phase, when set, is called as each named phase begins (Phase*
+	// constants): per installation, then with installation "" for the
+	// warehouse's own phases (rebuild, prune).
+	Phase func(installation, phase string)
+}
+
+// The phases Options.Phase names, besides the table scans Progress reports.
+const (
+	PhaseOpen      = "open"      // opening the source and its snapshot
+	PhaseHealth    = "health"    // the writer-health comparison, after the scans
+	PhaseDeletions = "deletions" // comparing row ids with the previous run
+	PhaseWrite     = "write"     // finishing and closing the Parquet files
+	PhasePublish   = "publish"   // the commit: files moved, manifest written
+	PhaseRebuild   = "rebuild"   // warehouse.duckdb rebuilt (installation "")
+	PhasePrune     = "prune"     // retention (installation "")
+)
+
+func (o Options) phase(installation, phase string) {
+	if o.Phase != nil {
+		o.Phase(installation, phase)
+	}
 }
 
 // DefaultBatchRows is the rows per record batch and Parquet row group when
@@ -111,6 +147,9 @@ type Result struct {
 	// Problems are the manifests the warehouse does not serve (quarantined,
 	// refused, or a committed run whose files failed verification).
 	Problems []load.ManifestProblem
+	// Analyst is what happened to objects analysts had created in
+	// warehouse.duckdb.
+	Analyst load.Carried
 }
 
 // Failed reports whether any installation failed.
@@ -181,13 +220,22 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	// happened, so the rebuild and retention get their own deadline.
 	finish, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
+	opts.phase("", PhaseRebuild)
 	t0 := time.Now()
-	built, err := wh.Rebuild(finish, opts.Retention)
+	built, err := wh.Rebuild(finish, opts.Retention, opts.StaleAfter)
 	res.DuckDB = time.Since(t0)
 	res.Problems = built.Problems
 	for _, p := range built.Problems {
 		opts.Logger.Error("run not served", "installation", p.Installation, "run_id", p.Run, "manifest", p.Path,
 			"action", p.Action, "reason", p.Reason)
+	}
+	res.Analyst = built.Analyst
+	if len(built.Analyst.Objects) > 0 {
+		opts.Logger.Info("analyst objects carried into the new warehouse.duckdb", "objects", strings.Join(built.Analyst.Objects, ", "))
+	}
+	if len(built.Analyst.Lost) > 0 {
+		opts.Logger.Warn("analyst objects not carried into the new warehouse.duckdb; the old file is kept",
+			"copy", built.Analyst.Preserved, "objects", strings.Join(built.Analyst.Lost, "; "))
 	}
 	if err != nil {
 		return res, fmt.Errorf("rebuild warehouse.duckdb: %w", err)
@@ -195,6 +243,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds())
 	// Retention last: the database now in place holds its own data, so no
 	// instant exists at which it references a pruned file.
+	opts.phase("", PhasePrune)
 	if n, err := wh.Prune(built.Expired); err != nil {
 		opts.Logger.Error("retention failed; older runs kept", "err", err)
 	} else if n > 0 {
@@ -216,7 +265,8 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 	if err == nil {
 		var prov *models.Provenance
 		wall := time.Now()
-		prov, out.Facts, out.Disclosures, err = writeRun(ctx, stage, runID, in, opts, log, &out.Stages)
+		var binding *load.Binding
+		prov, out.Facts, out.Disclosures, binding, err = writeRun(ctx, wh, stage, runID, in, opts, log, &out.Stages)
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -229,8 +279,18 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 		}
 		if err == nil {
 			m.DurationMS = m.FinishedAt.Sub(m.StartedAt).Milliseconds()
+			opts.phase(in.Name, PhasePublish)
 			t0 := time.Now()
-			if err = stage.Commit(m); err == nil {
+			// The binding goes first: a crash between it and the manifest
+			// makes the next run from the old source ask for --rebind,
+			// never lets a committed run from another store pass unbound.
+			var restore func()
+			if restore, err = wh.SaveBindingUndoable(binding); err != nil {
+				err = fmt.Errorf("save the installation's source binding: %w", err)
+			} else if err = stage.Commit(m); err != nil {
+				restore()
+			}
+			if err == nil {
 				out.Stages.Publish = time.Since(t0)
 				out.Stages.Wall = time.Since(wall)
 				out.Manifest = m
@@ -413,28 +473,34 @@ func (o *overlap) finish() error {
 	return o.err
 }
 
-func writeRun(ctx context.Context, stage *load.Staging, runID string, in Installation, opts Options, log *slog.Logger, stages *Stages) (*models.Provenance, transform.Facts, []transform.Disclosure, error) {
+func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runID string, in Installation, opts Options, log *slog.Logger, stages *Stages) (*models.Provenance, transform.Facts, []transform.Disclosure, *load.Binding, error) {
 	var facts transform.Facts
-	src, err := extract.Open(ctx, in.Source)
+	opts.phase(in.Name, PhaseOpen)
+	src, err := extract.OpenWith(ctx, in.Source, in.openOptions())
 	if err != nil {
-		return nil, facts, nil, err
+		return nil, facts, nil, nil, err
 	}
 	defer src.Close()
 	snap, err := src.Begin(ctx)
 	if err != nil {
-		return nil, facts, nil, err
+		return nil, facts, nil, nil, err
 	}
 	defer snap.Close()
 
 	meta, err := snap.Meta(ctx)
 	if err != nil {
-		return nil, facts, nil, err
+		return nil, facts, nil, nil, err
 	}
 	schema, err := snap.SubagentSchema(ctx)
 	if err != nil {
-		return nil, facts, nil, err
+		return nil, facts, nil, nil, err
 	}
 	state := transform.Installation(meta, transform.Shape(schema))
+	identity := load.SourceIdentity{Dialect: string(src.Dialect()), Location: src.Location(), Fingerprint: fingerprint(meta)}
+	across, err := compareAcrossRuns(wh, in, runID, opts.Now(), identity, state)
+	if err != nil {
+		return nil, facts, nil, nil, err
+	}
 	featurePresent := state.Shape != models.ShapeAbsent
 	log.Info("snapshot open", "source", src.Location(), "activation_state", state.Activation, "table_shape", state.Shape)
 
@@ -471,18 +537,19 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		{transform.TableWorkflowStep, "workflow_steps", transform.WorkflowStepSchema},
 		{transform.TableInstallation, "kandev_meta", transform.InstallationSchema},
 		{transform.TableWriterHealth, "task_session_messages", transform.HealthSchema},
+		{transform.TableShortfall, "task_session_messages", transform.ShortfallSchema},
 		{transform.TableDisclosures, "", transform.DisclosureSchema},
 		{transform.TableRejects, "", transform.RejectsSchema},
 	}
 	for _, s := range specs {
 		if _, err := open(s.table, s.source, s.schema); err != nil {
 			abort(order)
-			return nil, facts, nil, err
+			return nil, facts, nil, nil, err
 		}
 	}
-	fail := func(err error) (*models.Provenance, transform.Facts, []transform.Disclosure, error) {
+	fail := func(err error) (*models.Provenance, transform.Facts, []transform.Disclosure, *load.Binding, error) {
 		abort(order)
-		return nil, facts, nil, err
+		return nil, facts, nil, nil, err
 	}
 
 	tctx := &transform.Context{Installation: in.Name, Run: runID, Class: transform.Classifier{State: state}}
@@ -501,6 +568,10 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 	// health while the transformer finishes; see overlap.
 	ov, rctx := startOverlap(ctx)
 	defer ov.finish()
+	ids := map[string]*idSet{}
+	for t := range trackedIDs {
+		ids[t] = &idSet{}
+	}
 	read := func(table string, spec models.TableSpec, appendRow func([]any) error) error {
 		t0 := time.Now()
 		wait0 := ov.wait
@@ -508,7 +579,14 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 			n   int64
 			cur *rowBatch
 		)
+		idSet, idCol := ids[table], spec.Column("id")
+		if opts.Progress != nil {
+			opts.Progress(in.Name, table, 0) // the table's scan begins
+		}
 		err := snap.Scan(rctx, spec, func(row []any) error {
+			if idSet != nil && idCol >= 0 {
+				idSet.add(row[idCol])
+			}
 			if cur == nil {
 				b, err := ov.get()
 				if err != nil {
@@ -552,13 +630,31 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		stages.Extract += time.Since(t0) - (ov.wait - wait0)
 		return ov.send(end)
 	}
-	var health models.Health
+	var (
+		health   models.Health
+		evidence extract.MessageEvidence
+	)
 	readAll := func() error {
 		if featurePresent {
 			if err := read(transform.TableFact, transform.SubagentSpec(), subagents.Append); err != nil {
 				return err
 			}
 		}
+		// Messages bound fan-out from below, per turn and session; they are
+		// read before sessions and turns, whose classification uses them.
+		var since *time.Time
+		if state.CaptureSince.Valid() {
+			at := state.CaptureSince.At
+			since = &at
+		}
+		t0 := time.Now()
+		var err error
+		if evidence, err = extract.ReadMessageEvidence(rctx, snap, since, featurePresent); err != nil {
+			return err
+		}
+		stages.Health += time.Since(t0)
+		tctx.TurnEvidence, tctx.SessionEvidence = evidence.Turns, evidence.Sessions
+		tctx.ShortfallMeasured = featurePresent && since != nil
 		for _, r := range []struct {
 			table string
 			spec  models.TableSpec
@@ -574,10 +670,10 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 				return err
 			}
 		}
-		t0 := time.Now()
-		var err error
+		opts.phase(in.Name, PhaseHealth)
+		t0 = time.Now()
 		health, err = evaluateHealth(rctx, snap, state)
-		stages.Health = time.Since(t0)
+		stages.Health += time.Since(t0)
 		return err
 	}
 	readErr := readAll()
@@ -596,11 +692,26 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 	if err := transform.WriteHealth(tctx, outs[transform.TableWriterHealth].b, snap.At(), health); err != nil {
 		return fail(err)
 	}
+	if err := transform.WriteShortfall(tctx, outs[transform.TableShortfall].b, evidence.Missing); err != nil {
+		return fail(err)
+	}
+
+	for _, set := range ids {
+		set.seal()
+	}
+	opts.phase(in.Name, PhaseDeletions)
+	del, err := detectDeletions(ctx, wh.Dir, across.previous, across.reboundNow, ids)
+	if err != nil {
+		return fail(err)
+	}
+	defer del.close()
+	ids = nil // the hashes are no longer needed
+	opts.phase(in.Name, PhaseWrite)
 
 	facts = transform.Facts{State: state, Subagent: subagents.Stats, Sessions: sessions.Stats, Turns: turns.Stats,
 		Tasks: tasks.Stats, Workflows: workflows.Stats, Steps: steps.Stats,
 		Rejected: rejects.Count, RejRows: rejects.Rows, Health: health}
-	disclosures := transform.Disclose(facts)
+	disclosures := append(append(transform.Disclose(facts), across.disclosures...), del.disclosures()...)
 	if err := transform.WriteDisclosures(tctx, outs[transform.TableDisclosures].b, disclosures); err != nil {
 		return fail(err)
 	}
@@ -629,7 +740,7 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 	prov := &models.Provenance{
 		Format: models.ProvenanceFormat, Version: models.DocumentVersion,
 		RunID: runID, InstallationID: in.Name,
-		SourceDialect: src.Dialect(), SourceLocation: src.Location(),
+		SourceDialect: src.Dialect(), SourceLocation: src.Location(), SourceFingerprint: identity.Fingerprint,
 		KandevVersion: state.KandevVersion, SnapshotAt: snap.At(),
 		ExtractorVersion: Version, SchemaVersion: models.SchemaVersion,
 		RawKeys: map[string]*string{
@@ -640,17 +751,20 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		TableShape: state.Shape, ActivationState: state.Activation,
 		Tables:         map[string]models.TableProvenance{},
 		RejectedValues: rejects.Count, QuarantinedRows: rejects.Rows,
-		RejectsByAction: map[string]int64{
-			transform.ActionQuarantinedRow: rejects.Rows, transform.ActionNulledValue: rejects.Nulled,
-			transform.ActionReplacedValue: rejects.Replaced, transform.ActionFlagged: rejects.Flagged,
-		},
+		RejectsByAction: rejects.ByAction(),
 	}
 	for _, o := range order {
 		tp := models.TableProvenance{SourceTable: o.source, RowsWritten: o.file.Rows}
 		switch o.table {
 		case transform.TableFact:
 			tp.RowsRead = o.file.Rows + rejects.Rows
-		case transform.TableDisclosures, transform.TableRejects, transform.TableInstallation:
+		case transform.TableInstallation:
+			tp.RowsRead = models.MetaRowsRead(meta)
+		case transform.TableWriterHealth:
+			tp.RowsRead = evidence.MessagesRead
+		case transform.TableShortfall:
+			tp.RowsRead = 0
+		case transform.TableDisclosures, transform.TableRejects:
 			tp.RowsRead = 0
 		default:
 			tp.RowsRead = o.file.Rows
@@ -660,6 +774,16 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 			tp.HighWaterColumn, tp.HighWater = hw.col, &at
 		}
 		prov.Tables[o.table] = tp
+	}
+	if del.skipped == "" {
+		prov.ComparedWithRun = del.previous.RunID
+		prov.Deleted = map[string]int64{}
+		for _, a := range load.Archives {
+			prov.Deleted[a.Archive] = del.deleted[a.Archive]
+		}
+	}
+	for _, a := range load.Archives {
+		prov.Tables[a.Archive] = models.TableProvenance{RowsWritten: del.archiveRows(a.Archive)}
 	}
 	doc, err := json.Marshal(prov)
 	if err != nil {
@@ -672,11 +796,18 @@ func writeRun(ctx context.Context, stage *load.Staging, runID string, in Install
 		o.file = nil
 		if err != nil {
 			abort(order[i+1:])
-			return nil, facts, nil, err
+			return nil, facts, nil, nil, err
+		}
+	}
+	for _, a := range load.Archives {
+		src := del.sources[a.Archive]
+		src.Current = stage.Path(a.Table)
+		if err := stage.WriteArchive(ctx, del.conn, src, runID, string(doc)); err != nil {
+			return nil, facts, nil, nil, err
 		}
 	}
 	stages.Parquet += time.Since(t0)
-	return prov, facts, disclosures, nil
+	return prov, facts, disclosures, across.binding, nil
 }
 
 // evaluateHealth runs the writer-health comparison inside the snapshot, or

@@ -104,12 +104,24 @@ func TestPostgresFixtures(t *testing.T) {
 				}
 				equalSets(t, d.view,
 					rowsOf(t, db, `SELECT `+id+`, subagents_observed, subagents_observed_live, subagents_observed_backfill, fanout, fanout_completeness FROM `+d.view),
-					pgRows(t, dsn, `SELECT id, n, l, b, CASE WHEN started_at >= $1::timestamp THEN n END,
-						CASE WHEN started_at >= $1::timestamp THEN 'complete' WHEN n > 0 THEN 'lower_bound' ELSE 'unknown' END
+					// Complete only when started at or after C with no
+					// subagent-task message since C lacking its row (the
+					// shortfall); a lower bound where rows or messages exist.
+					pgRows(t, dsn, `SELECT id, n, l, b, CASE WHEN started_at >= $1::timestamp AND short = 0 THEN n END,
+						CASE WHEN started_at >= $1::timestamp AND short = 0 THEN 'complete' WHEN n > 0 OR msgs > 0 THEN 'lower_bound' ELSE 'unknown' END
 						FROM (SELECT t.id, t.started_at,
 							(SELECT count(*) FROM task_session_subagents s WHERE s.`+d.key+` = t.id) AS n,
 							(SELECT count(*) FROM task_session_subagents s WHERE s.`+d.key+` = t.id AND s.source = 'live') AS l,
-							(SELECT count(*) FROM task_session_subagents s WHERE s.`+d.key+` = t.id AND s.source = 'backfill') AS b
+							(SELECT count(*) FROM task_session_subagents s WHERE s.`+d.key+` = t.id AND s.source = 'backfill') AS b,
+							(SELECT count(DISTINCT m.metadata::jsonb ->> 'tool_call_id') FROM task_session_messages m WHERE m.`+d.key+` = t.id
+								AND m.metadata LIKE '%subagent_task%' AND m.metadata::jsonb #>> '{normalized,kind}' = 'subagent_task'
+								AND coalesce(m.metadata::jsonb ->> 'tool_call_id', '') <> '') AS msgs,
+							(SELECT count(DISTINCT m.metadata::jsonb ->> 'tool_call_id') FROM task_session_messages m WHERE m.`+d.key+` = t.id
+								AND m.metadata LIKE '%subagent_task%' AND m.metadata::jsonb #>> '{normalized,kind}' = 'subagent_task'
+								AND coalesce(m.metadata::jsonb ->> 'tool_call_id', '') <> '' AND m.created_at >= $1::timestamp
+								AND coalesce(m.task_session_id, '') <> '' AND coalesce(m.task_id, '') <> ''
+								AND NOT EXISTS (SELECT 1 FROM task_session_subagents s WHERE s.task_session_id = m.task_session_id
+									AND s.tool_call_id = m.metadata::jsonb ->> 'tool_call_id' AND s.observed_at >= $1::timestamp)) AS short
 						FROM `+d.table+` t) x`, c))
 			}
 			if got := one(t, db, `SELECT count(*) FROM rejects`); got != "0" {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"sort"
-	"strconv"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -14,31 +14,92 @@ import (
 type Chart struct {
 	ID      string
 	Title   string
-	SVG     template.HTML
-	Caption string   // what the chart shows and how to read it
-	Rules   []string // disclosure texts that apply, each prefixed with its rule
+	Legend  []LegendItem
+	SVG     template.HTML // empty when the chart cannot be drawn (Caption says why)
+	Caption string        // what the chart shows, over which population
+	Reading []Link        // the reading rules that apply
+	Rules   []Link        // the installation's disclosures that apply
+	Table   *Table        // the numbers, as a text alternative
+	rules   []string      // rule names that apply (resolved into Rules)
+	reading []string      // anchors of the reading rules (resolved into Reading)
+}
+
+// LegendItem is one key of a chart's legend: a swatch class and its words.
+type LegendItem struct{ Swatch, Label string }
+
+// Link points at an anchor of the page.
+type Link struct{ Href, Label, Class string }
+
+// Table is a chart's data as a table.
+type Table struct {
+	Head []string
+	Rows [][]string
+}
+
+// Fact is one line of a definition list; Value may be store text.
+type Fact struct{ Key, Value string }
+
+// Banner is one installation's freshness line at the top of the page.
+type Banner struct {
+	Inst, Anchor string
+	Level        string // ok, stale, failed, none
+	Headline     string
+	Facts        []Fact
+	NotServed    []RunProblem
+	NotServedAll int
 }
 
 // Section is one installation's part of the report.
 type Section struct {
 	*Installation
+	Anchor string
+	Facts  []Fact
+	Note   string
 	Charts []Chart
 }
+
+// DisclosureItem is one disclosure, listed once, with the charts it
+// applies to.
+type DisclosureItem struct {
+	Anchor string
+	Disclosure
+	AppliesTo []Link
+}
+
+// DisclosureGroup is one installation's disclosures.
+type DisclosureGroup struct {
+	Inst, Anchor string
+	Items        []DisclosureItem
+}
+
+// Reading is one of the reading rules every chart refers to.
+type Reading struct{ Anchor, Name, Text string }
 
 // Page is the rendered report's model.
 type Page struct {
 	Title       string
 	GeneratedAt string
+	Banners     []Banner
+	Reading     []Reading
 	Sections    []Section
+	Disclosures []DisclosureGroup
+	Alarms      int
+	Warnings    int
+	Total       int
+	Missing     []string
 }
 
-// Which disclosure rules caption which chart.
-var (
-	boundaryRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "capture_boundary",
-		"second_precision_boundary", "partial_key_pair", "backfill_provenance"}
-	usageRules  = []string{"feature_absent", "unmeasured_usage", "backfill_provenance"}
-	healthRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "writer_health"}
-)
+// readingRules are the rules of reading, stated once; charts link to them.
+var readingRules = []Reading{
+	{"read-exact", "Exact", "A fan-out is exact only where the warehouse proves it complete: the activity started at or after capture_since (outside the ambiguous second of a second-precise key), with no writer shortfall and no unplaced row in its session. There a 0 is a true zero, and the empty slots of a distribution are real zeros."},
+	{"read-lower", "Lower bound (≥, ▸)", "Where subagent rows or subagent-task messages exist but completeness is not proven (before capture_since, or a writer shortfall), the fan-out is at least what is known — the distinct tool calls of rows and messages together: it could be more. Lower bounds are drawn apart from exact values, with a ▸ wedge pointing to \"or more\", and never added to them."},
+	{"read-unknown", "Unknown is not zero", "With no evidence at all (no row and no message, before capture_since, or a store with no boundary or no subagent table) a fan-out is unknown. It is counted apart, hatched grey, and never drawn as 0."},
+	{"read-small", fmt.Sprintf("Small samples (n < %d)", SmallSample), fmt.Sprintf("Every average and distribution shows its n (the turns, cards or rows it is over). Below %d it is drawn hatched, or as a hollow point: read it as an anecdote, not a rate.", SmallSample)},
+	{"read-backfill", "Backfill is not live", "Backfill rows were recovered once from message metadata, without execution identity and with only what survived there; they are kept apart from live rows."},
+	{"read-measured", "Measured rows only", "Usage the agent did not report stays NULL: averages are over the rows that reported the metric (their n is shown), never with 0 filled in."},
+	{"read-period", "Periods and the data's time range", "Periods are UTC (weeks start on Monday). A period the data only partly covers is outlined dashed; periods after the last turn are not listed (hatched up to the snapshot): no data there is not zero activity."},
+	{"read-norun", "No run is not healthy", "Writer health is known only for periods with a run that could compare messages with subagent rows; a period without a run is no evidence either way."},
+}
 
 // Write loads the warehouse at dbPath (read-only) and writes the report.
 func Write(ctx context.Context, dbPath string, w io.Writer, now time.Time) error {
@@ -52,202 +113,136 @@ func Write(ctx context.Context, dbPath string, w io.Writer, now time.Time) error
 
 // Render writes the HTML page for d.
 func Render(w io.Writer, d *Data) error {
-	p := Page{Title: "Kandev subagent warehouse report", GeneratedAt: d.GeneratedAt.UTC().Format("2006-01-02 15:04:05 UTC")}
+	p := Page{Title: "Kandev subagent warehouse report", GeneratedAt: d.GeneratedAt.UTC().Format("2006-01-02 15:04:05 UTC"),
+		Reading: readingRules, Missing: d.Missing}
+	ids := map[string]int{}
+	unique := func(s string) string {
+		ids[s]++
+		if n := ids[s]; n > 1 {
+			return fmt.Sprintf("%s-%d", s, n)
+		}
+		return s
+	}
+	missing := func(v string) bool { return slices.Contains(d.Missing, v) }
 	for _, in := range d.Installations {
-		p.Sections = append(p.Sections, Section{Installation: in, Charts: charts(in)})
+		base := unique("i-" + slug(in.ID))
+		sec := Section{Installation: in, Anchor: base}
+		p.Banners = append(p.Banners, banner(in, "#"+base))
+		g := DisclosureGroup{Inst: in.ID, Anchor: base + "-disclosures"}
+		for _, x := range in.Disclosures {
+			g.Items = append(g.Items, DisclosureItem{Anchor: unique("d-" + strings.TrimPrefix(base, "i-") + "-" + slug(x.Rule)), Disclosure: x})
+			p.Total++
+			switch x.Severity {
+			case "alarm":
+				p.Alarms++
+			case "warning":
+				p.Warnings++
+			}
+		}
+		if in.Served {
+			sec.Facts = facts(in)
+			sec.Charts = []Chart{
+				fanoutChart(in, base+"-fanout"),
+				trendChart(in, base+"-trend", missing("fanout_by_period")),
+				contextsChart(in, base+"-contexts", missing("contexts_per_card")),
+				usageCountChart(in, base+"-usage"),
+				usageTokensChart(in, base+"-tokens"),
+				healthChart(in, base+"-health", missing("writer_health_by_period")),
+			}
+			for i := range sec.Charts {
+				c := &sec.Charts[i]
+				for _, a := range c.reading {
+					for _, r := range readingRules {
+						if r.Anchor == a {
+							c.Reading = append(c.Reading, Link{Href: "#" + a, Label: r.Name})
+						}
+					}
+				}
+				for _, r := range c.rules {
+					for j := range g.Items {
+						it := &g.Items[j]
+						if it.Rule != r {
+							continue
+						}
+						c.Rules = append(c.Rules, Link{Href: "#" + it.Anchor, Label: it.Rule, Class: it.Severity})
+						it.AppliesTo = append(it.AppliesTo, Link{Href: "#" + c.ID, Label: c.Title})
+					}
+				}
+			}
+		} else {
+			sec.Note = "This installation has runs but none is served: nothing of it is in the current views, so it has no charts. See the runs above."
+		}
+		p.Sections = append(p.Sections, sec)
+		p.Disclosures = append(p.Disclosures, g)
 	}
 	return page.Execute(w, p)
 }
 
-func charts(in *Installation) []Chart {
-	pre := "i-" + slug(in.ID) + "-"
-	return []Chart{fanoutChart(in, pre+"fanout"), stepsChart(in, pre+"contexts"), usageCountChart(in, pre+"usage"),
-		usageTokensChart(in, pre+"tokens"), healthChart(in, pre+"health")}
+func hours(h float64) string {
+	if h < 48 {
+		return fmt.Sprintf("%.1f h", h)
+	}
+	return fmt.Sprintf("%.1f days (%.0f h)", h/24, h)
 }
 
-func rules(in *Installation, names []string) []string {
-	var out []string
-	for _, n := range names {
-		for _, d := range in.Disclosures {
-			if d.Rule == n {
-				out = append(out, d.Rule+": "+d.Text)
-			}
+// banner says how fresh an installation's data is: its age, whether the
+// latest attempt failed (the data is then older than the last attempt),
+// and the runs that are not served.
+func banner(in *Installation, anchor string) Banner {
+	b := Banner{Inst: in.ID, Anchor: anchor, NotServed: in.NotServed, NotServedAll: in.NotServedTotal}
+	f := in.Fresh
+	switch {
+	case !in.Served:
+		b.Level, b.Headline = "failed", "No served run: nothing of this installation is in the report"
+		return b
+	case f == nil:
+		b.Level, b.Headline = "stale", "Freshness unknown: this warehouse has no current_runs view"
+		b.Facts = append(b.Facts, Fact{"Snapshot", ts(in.SnapshotAt)})
+		return b
+	}
+	age := "unknown"
+	if f.AgeHours != nil {
+		age = hours(*f.AgeHours)
+	}
+	switch {
+	case f.LatestFailed:
+		b.Level, b.Headline = "failed", "The latest attempt did not become current: this data is older than it ("+age+")"
+	case f.Stale:
+		b.Level, b.Headline = "stale", "Stale data: the snapshot is "+age+" old, older than the staleness threshold"
+	default:
+		b.Level, b.Headline = "ok", "Current: the snapshot is "+age+" old and the latest attempt is the one shown"
+	}
+	b.Facts = append(b.Facts, Fact{"Data", fmt.Sprintf("run %s, snapshot %s (%s old when this report was generated)", f.RunID, ts(f.SnapshotAt), age)})
+	if f.LatestRunID != "" {
+		v := fmt.Sprintf("run %s, %s", f.LatestRunID, orNone(f.LatestStatus))
+		if f.LatestFinishedAt != nil {
+			v += ", finished " + ts(*f.LatestFinishedAt)
 		}
+		b.Facts = append(b.Facts, Fact{"Latest attempt", v})
+	}
+	if f.LatestFailed && f.LatestError != "" {
+		b.Facts = append(b.Facts, Fact{"Its error", f.LatestError})
+	}
+	return b
+}
+
+// facts are the summary lines at the top of an installation's section.
+func facts(in *Installation) []Fact {
+	out := []Fact{
+		{"Activation state", in.ActivationState},
+		{"capture_since", tsp(in.CaptureSince)},
+		{"Snapshot", ts(in.SnapshotAt) + " (run " + in.RunID + ")"},
+	}
+	if in.HasSubagentTable {
+		out = append(out, Fact{"Subagent rows", fmt.Sprintf("%s (%s live, %s backfill)", inum(in.Subagents), inum(in.SubagentsLive), inum(in.SubagentsBackfill))})
+	} else {
+		out = append(out, Fact{"Subagent rows", "unknown: the store has no subagent table (not zero)"})
+	}
+	if r := in.Range; r != nil {
+		out = append(out, Fact{"Time range of the data", fmt.Sprintf("turns started %s to %s (%s turns); subagent rows observed %s to %s; nothing after the snapshot %s can be in it",
+			day(r.FirstTurn), day(r.LastTurn), inum(r.Turns), day(r.FirstSubagent), day(r.LastSubagent), day(&r.SnapshotAt))})
 	}
 	return out
-}
-
-func fanoutChart(in *Installation, id string) Chart {
-	ss := []series{{name: "complete (exact)", color: colComplete}, {name: "lower bound", color: colLowerBound},
-		{name: "unknown (not zero)", color: colUnknown, pattern: true}}
-	idx := map[string]int{"complete": 0, "lower_bound": 1, "unknown": 2}
-	byN := map[int64][]float64{}
-	var tot [3]int64
-	var backfillTurns int64
-	for _, b := range in.Fanout {
-		if byN[b.Subagents] == nil {
-			byN[b.Subagents] = make([]float64, 3)
-		}
-		j, ok := idx[b.Completeness]
-		if !ok {
-			continue
-		}
-		byN[b.Subagents][j] += float64(b.Turns)
-		tot[j] += b.Turns
-		backfillTurns += b.BackfillOnly + b.Mixed
-	}
-	ns := make([]int64, 0, len(byN))
-	for n := range byN {
-		ns = append(ns, n)
-	}
-	sort.Slice(ns, func(i, j int) bool { return ns[i] < ns[j] })
-	cats := make([]string, len(ns))
-	vals := make([][]float64, len(ns))
-	for i, n := range ns {
-		cats[i] = strconv.FormatInt(n, 10)
-		vals[i] = byN[n]
-	}
-	title := "Fan-out distribution: turns by number of subagents observed (" + in.ID + ")"
-	desc := fmt.Sprintf("Stacked columns. %d turns are complete (exact fan-out), %d are a lower bound and %d are unknown.", tot[0], tot[1], tot[2])
-	caption := fmt.Sprintf("Turns by subagents observed per turn, stacked by completeness. Only the %d complete turns (started at or after capture_since) form an exact distribution, where a 0 is a true zero. "+
-		"The %d lower-bound turns may have had more subagents than observed; the %d unknown turns (hatched) had no row observed before the boundary: their fan-out is unknown, not zero. "+
-		"%d turns include backfill rows, which are not like-for-like with live rows.", tot[0], tot[1], tot[2], backfillTurns)
-	return Chart{ID: id, Title: title, Caption: caption, Rules: rules(in, boundaryRules),
-		SVG: stackedColumns(id+"-svg", title, desc, "subagents observed per turn", "turns", cats, ss, vals)}
-}
-
-func stepsChart(in *Installation, id string) Chart {
-	ss := []series{{name: "sessions/card", color: colComplete}, {name: "contexts/card (complete cards)", color: colContexts},
-		{name: "contexts/card observed (lower bound)", color: colLowerBound}}
-	cats := make([]string, len(in.Steps))
-	bars := make([][]hbar, len(in.Steps))
-	var cards, complete, live, backfill int64
-	for i, s := range in.Steps {
-		cats[i] = s.Name
-		spc, obs := s.SessionsPerCard, s.ContextsObserved
-		b := []hbar{{value: &spc, label: num(spc)}, {note: "no complete card: unknown"}, {value: &obs, label: num(obs)}}
-		if s.ContextsComplete != nil {
-			b[1] = hbar{value: s.ContextsComplete, label: fmt.Sprintf("%s (%d of %d cards)", num(*s.ContextsComplete), s.CardsComplete, s.Cards)}
-		}
-		bars[i] = b
-		cards += s.Cards
-		complete += s.CardsComplete
-		live += s.SubagentsLive
-		backfill += s.Backfill
-	}
-	title := "Contexts per card by workflow step (" + in.ID + ")"
-	desc := fmt.Sprintf("Grouped horizontal bars for %d steps: sessions per card, contexts per card over complete cards, and observed contexts per card.", len(in.Steps))
-	caption := fmt.Sprintf("Per workflow step (each card's current step): sessions per card counts task_sessions rows only, exactly as before subagents were recorded; "+
-		"contexts = sessions + subagent contexts. The exact average is over the %d of %d cards whose every session has complete fan-out; where no card is complete it is shown as unknown, not zero. "+
-		"The observed average is a lower bound over all cards. Subagent contexts: %d live, %d backfill.", complete, cards, live, backfill)
-	return Chart{ID: id, Title: title, Caption: caption, Rules: rules(in, boundaryRules),
-		SVG: groupedBars(id+"-svg", title, desc, "average per card", cats, ss, bars)}
-}
-
-// usageTypes groups usage rows by subagent type (live, backfill).
-func usageTypes(in *Installation) ([]string, map[string][2]*UsageRow) {
-	m := map[string][2]*UsageRow{}
-	var types []string
-	for i := range in.Usage {
-		u := &in.Usage[i]
-		pair, ok := m[u.Type]
-		if !ok {
-			types = append(types, u.Type)
-		}
-		switch u.Source {
-		case "live":
-			pair[0] = u
-		case "backfill":
-			pair[1] = u
-		default:
-			continue
-		}
-		m[u.Type] = pair
-	}
-	return types, m
-}
-
-func usageCountChart(in *Installation, id string) Chart {
-	ss := []series{{name: "live", color: colComplete}, {name: "backfill", color: colLowerBound}}
-	types, m := usageTypes(in)
-	bars := make([][]hbar, len(types))
-	var measured, unmeasured int64
-	for i, t := range types {
-		bars[i] = make([]hbar, 2)
-		for j, u := range m[t] {
-			if u == nil {
-				bars[i][j] = hbar{note: "no " + ss[j].name + " rows"}
-				continue
-			}
-			v := float64(u.Subagents)
-			bars[i][j] = hbar{value: &v, label: fmt.Sprintf("%d (%d measured, %d unmeasured)", u.Subagents, u.Measured, u.Unmeasured)}
-			measured += u.Measured
-			unmeasured += u.Unmeasured
-		}
-	}
-	title := "Subagent invocations by type and source (" + in.ID + ")"
-	desc := fmt.Sprintf("Horizontal bars for %d subagent types, live and backfill apart.", len(types))
-	caption := fmt.Sprintf("Subagent invocations per subagent type, live and backfill apart (backfill rows were recovered from message metadata and are not like-for-like). "+
-		"%d rows reported usage and %d reported none (e.g. async dispatches): those are counted here but never as zero usage.", measured, unmeasured)
-	return Chart{ID: id, Title: title, Caption: caption, Rules: rules(in, usageRules),
-		SVG: groupedBars(id+"-svg", title, desc, "subagent invocations", types, ss, bars)}
-}
-
-func usageTokensChart(in *Installation, id string) Chart {
-	ss := []series{{name: "live", color: colComplete}, {name: "backfill", color: colLowerBound}}
-	types, m := usageTypes(in)
-	bars := make([][]hbar, len(types))
-	for i, t := range types {
-		bars[i] = make([]hbar, 2)
-		for j, u := range m[t] {
-			switch {
-			case u == nil:
-				bars[i][j] = hbar{note: "no " + ss[j].name + " rows"}
-			case u.AvgTokens == nil:
-				bars[i][j] = hbar{note: fmt.Sprintf("no row reported tokens (%d rows): unknown, not 0", u.Subagents)}
-			default:
-				bars[i][j] = hbar{value: u.AvgTokens, label: fmt.Sprintf("%s (n=%d of %d)", num(*u.AvgTokens), u.WithTokens, u.Subagents)}
-			}
-		}
-	}
-	title := "Average total tokens per subagent, over measured rows only (" + in.ID + ")"
-	desc := fmt.Sprintf("Horizontal bars for %d subagent types: the average of total_tokens over the rows that reported it, live and backfill apart.", len(types))
-	caption := "Average total_tokens per invocation, over the rows that reported tokens only (n = those rows, of all rows of the type). " +
-		"Unreported usage stays NULL and is excluded, never averaged in as 0; a type with no reporting row shows no bar."
-	return Chart{ID: id, Title: title, Caption: caption, Rules: rules(in, usageRules),
-		SVG: groupedBars(id+"-svg", title, desc, "average total tokens (measured rows)", types, ss, bars)}
-}
-
-func healthChart(in *Installation, id string) Chart {
-	ss := []series{{name: "shortfall (alarm)", color: colShortfall}, {name: "excess (attributed)", color: colExcess}}
-	pts := make([]point, len(in.Health))
-	notRun := 0
-	for i, h := range in.Health {
-		p := point{at: h.At, values: make([]*float64, 2)}
-		if h.Shortfall != nil {
-			v := float64(*h.Shortfall)
-			p.values[0] = &v
-		}
-		if h.Excess != nil {
-			v := float64(*h.Excess)
-			p.values[1] = &v
-		}
-		if !h.Evaluated {
-			p.note = "not run: " + h.Status
-			notRun++
-		}
-		pts[i] = p
-	}
-	last := "none"
-	if n := len(in.Health); n > 0 {
-		last = in.Health[n-1].Status
-	}
-	title := "Writer health over time: shortfall and excess per run (" + in.ID + ")"
-	desc := fmt.Sprintf("Line chart over %d runs; latest status %s.", len(pts), last)
-	caption := fmt.Sprintf("Per run, subagent-task messages since capture_since without a subagent row (shortfall, the alarm) and rows without a message (excess, attributed). "+
-		"The two are separate set differences and never netted. Runs where the comparison was not run (%d here, e.g. capture_since absent) are marked, not drawn as zero. Latest status: %s.", notRun, last)
-	return Chart{ID: id, Title: title, Caption: caption, Rules: rules(in, healthRules),
-		SVG: timeSeries(id+"-svg", title, desc, "distinct keys", ss, pts)}
 }
 
 func slug(s string) string {
@@ -260,7 +255,9 @@ func slug(s string) string {
 	return string(b)
 }
 
-func fmtTime(t *time.Time) string {
+func ts(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+func tsp(t *time.Time) string {
 	if t == nil {
 		return "none"
 	}
@@ -268,8 +265,8 @@ func fmtTime(t *time.Time) string {
 }
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"ts":  func(t time.Time) string { return fmtTime(&t) },
-	"tsp": fmtTime,
+	"st":  storeHTML,
+	"tsp": func(t *time.Time) string { return tsp(t) },
 }).Parse(`<!doctype html>
 <html lang="en">
 <head>
@@ -278,49 +275,95 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <title>{{.Title}}</title>
 <style>
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:980px;padding:1rem 1.5rem;color:#1a1a1a;background:#ffffff;line-height:1.4}
-h1{font-size:1.6rem;margin:.5rem 0}h2{font-size:1.3rem;border-bottom:2px solid #1f5fa8;padding-bottom:.2rem;margin-top:2rem}h3{font-size:1.05rem;margin:.2rem 0}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1000px;padding:1rem 1.5rem;color:#1a1a1a;background:#ffffff;line-height:1.4}
+h1{font-size:1.6rem;margin:.5rem 0}h2{font-size:1.3rem;border-bottom:2px solid #1f5fa8;padding-bottom:.2rem;margin-top:2rem}h3{font-size:1.05rem;margin:.2rem 0 .4rem}
+a{color:#174a85}
 figure{margin:1.2rem 0;padding:.8rem;border:1px solid #d0d0d0;border-radius:6px;background:#ffffff}
-svg.chart{width:100%;height:auto;display:block}
+svg.chart{width:100%;height:auto;display:block;overflow:hidden}
 figcaption{font-size:.9rem;color:#333333;margin-top:.5rem}
-.rules{margin:.4rem 0 0 1rem;padding:0;font-size:.85rem;color:#4a4a4a}
+.applies{font-size:.85rem;color:#444444;margin:.3rem 0 0}
+.applies a{margin-right:.4rem}
 .meta{font-size:.9rem;color:#444444}
-.warning{color:#8a4b00}
-dl{display:grid;grid-template-columns:max-content auto;gap:.1rem 1rem;font-size:.9rem}dt{font-weight:bold}dd{margin:0}
+dl{display:grid;grid-template-columns:max-content auto;gap:.1rem 1rem;font-size:.9rem;margin:.4rem 0}dt{font-weight:bold}dd{margin:0}
+ul.legend{list-style:none;margin:0 0 .4rem;padding:0;display:flex;flex-wrap:wrap;gap:.2rem 1.1rem;font-size:.85rem}
+ul.legend li{display:flex;align-items:center}
+.sw{display:inline-block;width:14px;height:14px;margin-right:.35rem;flex:none;box-sizing:border-box;-webkit-print-color-adjust:exact;print-color-adjust:exact}
+.sw-exact{background:#1f5fa8}.sw-contexts{background:#2a9d8f}.sw-lowerflat{background:#e07b00}
+.sw-lower{background:#e07b00;border-right:5px solid #8a4b00}
+.sw-unknown{background:repeating-linear-gradient(45deg,#8c8c8c 0 2px,#f0f0f0 2px 4px)}
+.sw-small{background:repeating-linear-gradient(45deg,#1f5fa8 0 2px,#ffffff 2px 4px);border:1px solid #1f5fa8}
+.sw-partial{border:1.5px dashed #777777}
+.sw-gap{background:repeating-linear-gradient(45deg,#d4d4d4 0 2px,#fafafa 2px 4px)}
+.sw-point{background:#1f5fa8;border-radius:50%;width:9px;height:9px;margin:0 .6rem 0 .2rem}
+.sw-hollow{border:1.5px dashed #1f5fa8;border-radius:50%;width:10px;height:10px;margin:0 .55rem 0 .15rem}
+.sw-short{background:#c62828;border-radius:50%;width:10px;height:10px}.sw-excess{background:#6a3d9a;border-radius:50%;width:8px;height:8px}
+#freshness .fresh{border-left:6px solid #2e7d32;background:#f1f8f1;padding:.5rem .8rem;margin:.5rem 0;border-radius:4px}
+#freshness .fresh-stale{border-color:#b26a00;background:#fff6e5}
+#freshness .fresh-failed{border-color:#c62828;background:#fdecec}
+#freshness .fresh strong{display:block}
+#freshness ul{margin:.2rem 0 0 1.1rem;padding:0;font-size:.9rem}
+.level{font-weight:bold;text-transform:uppercase;font-size:.8rem;margin-right:.4rem}
+details.data{font-size:.85rem;margin-top:.4rem}
+details.data table{border-collapse:collapse;margin-top:.3rem}
+details.data th,details.data td{border:1px solid #d0d0d0;padding:.15rem .4rem;text-align:left;vertical-align:top}
+.reading dt{margin-top:.2rem}
+.disclosures li{margin:.3rem 0}.disclosures .alarm strong{color:#a01818}.disclosures .warning strong{color:#8a4b00}
+.applies-to{font-size:.85rem;color:#444444}
+.missing{color:#8a4b00}
 </style>
 </head>
 <body>
 <header>
 <h1>{{.Title}}</h1>
-<p class="meta">Generated {{.GeneratedAt}} from the warehouse's current views (the latest committed run of each installation; writer health over every retained run).
-Every chart is captioned with the disclosures that apply: an <em>unknown</em> is never drawn as zero, and backfill rows are kept apart from live rows.</p>
+<p class="meta">Generated {{.GeneratedAt}} from the warehouse's current views: the latest served run of each installation (writer health over every retained run).
+{{.Total}} disclosures apply ({{.Alarms}} alarms, {{.Warnings}} warnings): they are listed once, under <a href="#disclosures">Disclosures</a>, and each chart links to the ones that apply to it. How to read the charts: <a href="#reading">Reading rules</a>.</p>
+{{if .Missing}}<p class="missing">This warehouse was built by an older kandev-extract and lacks {{range $i, $m := .Missing}}{{if $i}}, {{end}}{{$m}}{{end}}: the parts that need them say so. Run kandev-extract again.</p>{{end}}
+<section id="freshness" aria-labelledby="freshness-h">
+<h2 id="freshness-h">Freshness</h2>
+{{range .Banners}}<div class="fresh fresh-{{.Level}}" role="{{if eq .Level "ok"}}status{{else}}alert{{end}}" data-level="{{.Level}}">
+<strong><span class="level">{{if eq .Level "ok"}}current{{else if eq .Level "stale"}}stale{{else}}failed{{end}}</span><a href="{{.Anchor}}">Installation {{st .Inst}}</a>: {{.Headline}}</strong>
+{{if .Facts}}<dl>{{range .Facts}}<dt>{{.Key}}</dt><dd>{{st .Value}}</dd>{{end}}</dl>{{end}}
+{{if .NotServed}}<p>{{.NotServedAll}} run(s) of this installation are not served{{if gt .NotServedAll (len .NotServed)}} (the latest {{len .NotServed}} below){{end}}:</p>
+<ul class="notserved">{{range .NotServed}}<li>run {{st .RunID}}: {{st .Status}}{{with .FinishedAt}}, finished {{tsp .}}{{end}}{{if .Why}} — {{st .Why}}{{end}}</li>{{end}}</ul>{{end}}
+</div>
+{{end}}
+</section>
+<nav aria-label="Contents"><p class="meta">Installations: {{range $i, $s := .Sections}}{{if $i}} · {{end}}<a href="#{{$s.Anchor}}">{{st $s.ID}}</a>{{end}}</p></nav>
 </header>
 <main>
 {{range .Sections}}
-<section id="inst-{{.ID}}" aria-labelledby="inst-{{.ID}}-h">
-<h2 id="inst-{{.ID}}-h">Installation {{.ID}}</h2>
-<dl>
-<dt>Activation state</dt><dd>{{.ActivationState}}</dd>
-<dt>capture_since</dt><dd>{{tsp .CaptureSince}}</dd>
-<dt>Snapshot</dt><dd>{{ts .SnapshotAt}} (run {{.RunID}})</dd>
-<dt>Subagent rows</dt><dd>{{if .HasSubagentTable}}{{.Subagents}} ({{.SubagentsLive}} live, {{.SubagentsBackfill}} backfill){{else}}unknown: the store has no subagent table (not zero){{end}}</dd>
-</dl>
-<details class="disclosures" open>
-<summary>Disclosures for this installation ({{len .Disclosures}})</summary>
-<ul>{{range .Disclosures}}<li class="{{.Severity}}"><strong>{{.Rule}}</strong> ({{.Severity}}): {{.Text}}</li>{{end}}</ul>
-</details>
+<section id="{{.Anchor}}" aria-labelledby="{{.Anchor}}-h">
+<h2 id="{{.Anchor}}-h">Installation {{st .ID}}</h2>
+{{if .Facts}}<dl>{{range .Facts}}<dt>{{.Key}}</dt><dd>{{st .Value}}</dd>{{end}}</dl>{{end}}
+{{if .Note}}<p class="missing">{{.Note}}</p>{{end}}
+<p class="meta">Disclosures for this installation: <a href="#{{.Anchor}}-disclosures">{{len .Disclosures}}, listed under Disclosures</a>.</p>
 {{range .Charts}}
-<figure id="{{.ID}}" class="figure">
-<h3>{{.Title}}</h3>
-{{.SVG}}
-<figcaption>{{.Caption}}{{if .Rules}}
-<ul class="rules">{{range .Rules}}<li>{{.}}</li>{{end}}</ul>{{end}}</figcaption>
+<figure id="{{.ID}}" class="figure" aria-labelledby="{{.ID}}-h">
+<h3 id="{{.ID}}-h">{{.Title}}</h3>
+{{if .SVG}}{{if .Legend}}<ul class="legend" aria-label="Legend">{{range .Legend}}<li><span class="sw {{.Swatch}}" aria-hidden="true"></span>{{.Label}}</li>{{end}}</ul>{{end}}
+{{.SVG}}{{end}}
+<figcaption>{{.Caption}}
+<p class="applies">Reading rules: {{range .Reading}}<a href="{{.Href}}">{{.Label}}</a>{{end}}{{if .Rules}} · Disclosures that apply: {{range .Rules}}<a class="rule {{.Class}}" href="{{.Href}}">{{.Label}}</a>{{end}}{{end}}</p></figcaption>
+{{with .Table}}<details class="data"><summary>The numbers (table)</summary><table><thead><tr>{{range .Head}}<th scope="col">{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td>{{st .}}</td>{{end}}</tr>{{end}}</tbody></table></details>{{end}}
 </figure>
 {{end}}
 </section>
 {{else}}
 <p>The warehouse has no installation.</p>
 {{end}}
+<section id="reading" aria-labelledby="reading-h">
+<h2 id="reading-h">Reading rules</h2>
+<dl class="reading">{{range .Reading}}<dt id="{{.Anchor}}">{{.Name}}</dt><dd>{{.Text}}</dd>{{end}}</dl>
+</section>
+<section id="disclosures" class="disclosures" aria-labelledby="disclosures-h">
+<h2 id="disclosures-h">Disclosures</h2>
+<p class="meta">From the warehouse's disclosures view, each once; the charts they apply to link here.</p>
+{{range .Disclosures}}<h3 id="{{.Anchor}}">Installation {{st .Inst}}</h3>
+{{if .Items}}<ul>{{range .Items}}<li id="{{.Anchor}}" class="disclosure {{.Severity}}" data-rule="{{.Rule}}"><strong>{{st .Rule}}</strong> ({{.Severity}}): <span class="text">{{st .Text}}</span>
+<span class="applies-to">Applies to: {{range $i, $l := .AppliesTo}}{{if $i}}, {{end}}<a href="{{$l.Href}}">{{$l.Label}}</a>{{else}}the installation as a whole{{end}}.</span></li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
+{{end}}
+</section>
 </main>
 </body>
 </html>

@@ -50,8 +50,8 @@ func BenchmarkClassifyFanout(b *testing.B) {
 	started := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	var n int64
 	for b.Loop() {
-		if _, f, ok := c.Fanout(started, true, n&7); ok {
-			n += f + 1
+		if r := c.Fanout(transform.FanoutInput{Started: started, StartedOK: true, Rows: n & 7, Distinct: n & 7}); r.Exact {
+			n += r.Fanout + 1
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package transform
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kandev/kandev-extract/models"
@@ -58,21 +60,45 @@ func sameSet(a, b []string) bool {
 // Installation builds the installation state from kandev_meta and the
 // observed table shape.
 func Installation(meta []models.MetaEntry, shape models.TableShape) models.InstallationState {
-	lookup := func(key string) *string {
-		for _, e := range meta {
-			if e.Key == key {
-				v := e.Value
-				return &v
+	entry := func(key string) *models.MetaEntry {
+		for i := range meta {
+			if meta[i].Key == key {
+				return &meta[i]
 			}
 		}
 		return nil
 	}
+	// A key over the cap is unparseable whatever its prefix says (a cut
+	// could leave a valid instant behind); its raw value is the prefix.
+	key := func(name string, allowEmpty bool) models.ActivationKey {
+		e := entry(name)
+		if e == nil {
+			return ReadKey(name, nil, allowEmpty)
+		}
+		v := e.Value
+		k := ReadKey(name, &v, allowEmpty)
+		if e.Truncated() {
+			k.State, k.At, k.Precision = models.KeyUnparseable, time.Time{}, models.PrecisionNone
+			k.Problem = fmt.Sprintf("the value is %d bytes, over the %d-byte cap, so it is no instant; only its first %d bytes were read",
+				e.Bytes, models.MaxLabelBytes, len(e.Value))
+			if !e.HasPrefix {
+				k.Problem = fmt.Sprintf("the value is %d bytes, over the %d-byte cap, so it is no instant; it was too long to read at all",
+					e.Bytes, models.MaxLabelBytes)
+			}
+		}
+		return k
+	}
+	var version *string
+	if e := entry(models.KeyKandevVersion); e != nil && (!e.Truncated() || e.HasPrefix) {
+		v := e.Value
+		version = &v
+	}
 	st := models.InstallationState{
-		CaptureSince:    ReadKey(models.KeyCaptureSince, lookup(models.KeyCaptureSince), false),
-		BackfillThrough: ReadKey(models.KeyBackfillThrough, lookup(models.KeyBackfillThrough), true),
-		ExecutionSince:  ReadKey(models.KeyExecutionSince, lookup(models.KeyExecutionSince), false),
+		CaptureSince:    key(models.KeyCaptureSince, false),
+		BackfillThrough: key(models.KeyBackfillThrough, true),
+		ExecutionSince:  key(models.KeyExecutionSince, false),
 		Shape:           shape,
-		KandevVersion:   lookup(models.KeyKandevVersion),
+		KandevVersion:   version,
 	}
 	switch {
 	case shape == models.ShapeAbsent:
@@ -123,7 +149,7 @@ func (c Classifier) Row(observed time.Time, source string, executionID string, e
 		!observed.Before(capture.At) && observed.Before(capture.At.Add(time.Second)) {
 		rc.BoundaryAmbiguous = true
 	}
-	sentinel := !execValid || executionID == "" || executionID == models.ExecutionSentinel
+	sentinel := !execValid || IsSentinelVariant(executionID)
 	exec := c.State.ExecutionSince
 	switch {
 	case c.State.Shape == models.ShapePreAmendment:
@@ -142,17 +168,64 @@ func (c Classifier) Row(observed time.Time, source string, executionID string, e
 	return rc
 }
 
-// Fanout decides the completeness of a turn's or session's subagent count n
-// (AC-25): complete only for activity that started at or after
-// capture_since; otherwise a non-zero count is a lower bound and a zero is
-// unknown, never zero. fanout is returned only when complete.
-func (c Classifier) Fanout(started time.Time, startedValid bool, n int64) (models.FanoutCompleteness, int64, bool) {
+// FanoutInput is what a turn's or session's completeness is decided on.
+type FanoutInput struct {
+	Started   time.Time
+	StartedOK bool
+	// Rows observed; Overlap of them backfill rows duplicating a live row's
+	// tool call; Distinct tool calls among them.
+	Rows, Overlap, Distinct int64
+	// Messages is what its subagent-task messages say.
+	Messages models.MessageCounts
+	// Unattributed rows of the turn's session that name no turn of the
+	// snapshot (turns only): any of them may belong to this turn.
+	Unattributed int64
+}
+
+// FanoutResult is a turn's or session's classified fan-out.
+type FanoutResult struct {
+	Completeness models.FanoutCompleteness
+	// Fanout is exact only when Exact (Completeness complete).
+	Fanout int64
+	Exact  bool
+	// LowerBound: distinct tool calls of its rows and messages together.
+	LowerBound int64
+	// Ambiguous: started inside the second after a second-precision
+	// capture_since.
+	Ambiguous bool
+}
+
+// Fanout decides the completeness of a turn's or session's fan-out (AC-25),
+// claiming "complete" only where the snapshot proves it: the activity
+// started at or after capture_since (outside the ambiguous second of a
+// second-precision key), its messages name no tool call that has no row
+// (writer shortfall), and (turns) no row of its session is unplaced. Rows
+// before capture_since and messages are evidence: with any, the count is a
+// lower bound; with none, unknown — never zero. The exact fan-out counts a
+// backfill row that duplicates a live row's tool call once.
+func (c Classifier) Fanout(in FanoutInput) FanoutResult {
+	r := FanoutResult{LowerBound: max(in.Messages.LowerBound, in.Distinct)}
 	capture := c.State.CaptureSince
-	if c.State.Shape != models.ShapeAbsent && capture.Valid() && startedValid && !started.Before(capture.At) {
-		return models.FanoutComplete, n, true
+	evidence := in.Rows > 0 || in.Messages.Expected > 0
+	r.Ambiguous = capture.Valid() && in.StartedOK && capture.Precision == models.PrecisionSecond &&
+		!in.Started.Before(capture.At) && in.Started.Before(capture.At.Add(time.Second))
+	proven := c.State.Shape != models.ShapeAbsent && capture.Valid() && in.StartedOK && !in.Started.Before(capture.At) &&
+		!r.Ambiguous && in.Messages.Shortfall == 0 && in.Unattributed == 0
+	switch {
+	case proven:
+		r.Completeness, r.Fanout, r.Exact = models.FanoutComplete, in.Rows-in.Overlap, true
+	case evidence:
+		r.Completeness = models.FanoutLowerBound
+	default:
+		r.Completeness = models.FanoutUnknown
 	}
-	if n > 0 {
-		return models.FanoutLowerBound, 0, false
-	}
-	return models.FanoutUnknown, 0, false
+	return r
+}
+
+// IsSentinelVariant reports whether an agent_execution_id carries no
+// execution identity: the sentinel 'unknown' (AC-31), or a value that is
+// empty, blank, or differs from it only by case or surrounding whitespace.
+func IsSentinelVariant(id string) bool {
+	t := strings.TrimSpace(id)
+	return t == "" || strings.EqualFold(t, models.ExecutionSentinel)
 }

@@ -166,38 +166,61 @@ func TestExecutionIdentity(t *testing.T) {
 
 func TestFanoutCompleteness(t *testing.T) {
 	activated := Classifier{State: Installation(meta(models.KeyCaptureSince, "2026-08-05T10:00:00.5Z", models.KeyBackfillThrough, ""), models.ShapeExecutionAware)}
+	seconds := Classifier{State: Installation(meta(models.KeyCaptureSince, "2026-08-05T10:00:00Z", models.KeyBackfillThrough, ""), models.ShapeExecutionAware)}
 	none := Classifier{State: Installation(nil, models.ShapeExecutionAware)}
 	absent := Classifier{State: Installation(meta(models.KeyCaptureSince, "2026-08-05T10:00:00.5Z"), models.ShapeAbsent)}
+	msgs := func(expected, lb, shortfall int64) models.MessageCounts {
+		return models.MessageCounts{Expected: expected, LowerBound: lb, Shortfall: shortfall}
+	}
 	tests := []struct {
 		name      string
 		c         Classifier
 		started   string
 		startedOK bool
-		n         int64
+		in        FanoutInput
 		want      models.FanoutCompleteness
 		fanout    int64
 		exact     bool
+		lb        int64
+		ambiguous bool
 	}{
-		{"after C, zero is a true zero", activated, "2026-08-05 10:00:00.5+00:00", true, 0, models.FanoutComplete, 0, true},
-		{"after C, three", activated, "2026-08-06 00:00:00+00:00", true, 3, models.FanoutComplete, 3, true},
-		{"before C with rows is a lower bound", activated, "2026-08-05 10:00:00.499999+00:00", true, 2, models.FanoutLowerBound, 0, false},
-		{"before C without rows is unknown", activated, "2026-08-05 10:00:00.499999+00:00", true, 0, models.FanoutUnknown, 0, false},
-		{"no key, rows", none, "2026-08-06 00:00:00+00:00", true, 1, models.FanoutLowerBound, 0, false},
-		{"no key, none", none, "2026-08-06 00:00:00+00:00", true, 0, models.FanoutUnknown, 0, false},
-		{"unreadable start", activated, "", false, 0, models.FanoutUnknown, 0, false},
-		{"no table", absent, "2026-08-06 00:00:00+00:00", true, 0, models.FanoutUnknown, 0, false},
+		{"after C, zero is a true zero", activated, "2026-08-05 10:00:00.5+00:00", true, FanoutInput{}, models.FanoutComplete, 0, true, 0, false},
+		{"after C, three", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 3}, models.FanoutComplete, 3, true, 3, false},
+		{"a backfill row duplicating a live one counts once", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 2, Overlap: 1}, models.FanoutComplete, 2, true, 2, false},
+		{"a writer shortfall downgrades", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1, Messages: msgs(2, 2, 1)}, models.FanoutLowerBound, 0, false, 2, false},
+		{"an unplaced row of the session downgrades", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1, Unattributed: 1}, models.FanoutLowerBound, 0, false, 1, false},
+		{"an unplaced row, no evidence here: unknown", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Unattributed: 1}, models.FanoutUnknown, 0, false, 0, false},
+		{"before C with rows is a lower bound", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{Rows: 2, Distinct: 2}, models.FanoutLowerBound, 0, false, 2, false},
+		{"before C without rows is unknown", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
+		{"before C, messages only: a lower bound", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{Messages: msgs(2, 2, 0)}, models.FanoutLowerBound, 0, false, 2, false},
+		{"inside the ambiguous second", seconds, "2026-08-05 10:00:00.7+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutLowerBound, 0, false, 1, true},
+		{"after the ambiguous second", seconds, "2026-08-05 10:00:01+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutComplete, 1, true, 1, false},
+		{"no key, rows", none, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutLowerBound, 0, false, 1, false},
+		{"no key, none", none, "2026-08-06 00:00:00+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
+		{"unreadable start", activated, "", false, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
+		{"no table", absent, "2026-08-06 00:00:00+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
+		{"no table, messages: a lower bound", absent, "2026-08-06 00:00:00+00:00", true, FanoutInput{Messages: msgs(3, 3, 0)}, models.FanoutLowerBound, 0, false, 3, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var started time.Time
+			in := tt.in
 			if tt.startedOK {
-				started = at(tt.started)
+				in.Started, in.StartedOK = at(tt.started), true
 			}
-			got, fanout, exact := tt.c.Fanout(started, tt.startedOK, tt.n)
-			if got != tt.want || fanout != tt.fanout || exact != tt.exact {
-				t.Errorf("Fanout = %s %d %v, want %s %d %v", got, fanout, exact, tt.want, tt.fanout, tt.exact)
+			r := tt.c.Fanout(in)
+			if r.Completeness != tt.want || r.Fanout != tt.fanout || r.Exact != tt.exact || r.LowerBound != tt.lb || r.Ambiguous != tt.ambiguous {
+				t.Errorf("Fanout = %+v, want %s %d %v lb %d ambiguous %v", r, tt.want, tt.fanout, tt.exact, tt.lb, tt.ambiguous)
 			}
 		})
+	}
+}
+
+func TestSentinelVariants(t *testing.T) {
+	for id, want := range map[string]bool{"unknown": true, "": true, "  ": true, "UNKNOWN": true, " unknown": true, "Unknown\t": true,
+		"exec-1": false, "unknown-2": false} {
+		if got := IsSentinelVariant(id); got != want {
+			t.Errorf("IsSentinelVariant(%q) = %v", id, got)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -34,17 +35,22 @@ func TurnSpec(featurePresent bool) models.TableSpec {
 	spec.Columns = append(spec.Columns,
 		models.ColumnSpec{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(dup.n, 1)"},
 		models.ColumnSpec{Name: "session_missing", Kind: models.KindCount, Expr: sessionMissing})
+	spec.Columns = append(spec.Columns, evidenceColumns(featurePresent)...)
 	spec.Join += duplicateJoin("task_session_turns", "dup")
-	return spec
+	return capped(spec)
 }
+
+// turnDistinct is the position of distinct_tool_calls (then
+// live_backfill_overlap) in TurnSpec.
+var turnDistinct = TurnSpec(true).Column("distinct_tool_calls")
 
 var turnNames = specNames(TurnSpec(true))
 
 // TurnSchema is dim_turn.
-var TurnSchema = runFields(append([]arrow.Field{
+var TurnSchema = runFields(append(append([]arrow.Field{
 	str("turn_id"), str("session_id"), optStr("task_id"), optStr("workflow_step_id_at_start"),
 	optStamp("started_at"), optStamp("completed_at"),
-}, fanoutFields...)...)
+}, fanoutFields...), integer("unattributed_session_rows"))...)
 
 // Turns transforms task_session_turns into dim_turn.
 type Turns struct {
@@ -101,7 +107,15 @@ func (t *Turns) Append(row []any) error {
 	if ok && u.After(t.Stats.MaxUpdated) {
 		t.Stats.MaxUpdated = u
 	}
-	c := t.ctx.fanout(b, started, startedOK, row[7], row[8], row[9])
+	n, _, _ := asInt(row[7])
+	live, _, _ := asInt(row[8])
+	backfill, _, _ := asInt(row[9])
+	distinct, _, _ := asInt(row[turnDistinct])
+	overlap, _, _ := asInt(row[turnDistinct+1])
+	unplaced := t.ctx.Unattributed[sess]
+	c := t.ctx.fanout(b, &t.Stats, FanoutInput{Started: started, StartedOK: startedOK, Rows: n, Overlap: overlap, Distinct: distinct,
+		Messages: t.ctx.TurnEvidence[id], Unattributed: unplaced}, live, backfill)
+	b.Int(unplaced, true)
 	t.Stats.Rows++
 	t.Stats.Completeness[c]++
 	return b.EndRow()
@@ -124,6 +138,9 @@ const (
 // kept: metadata may hold anything). A step is returned only when it is a
 // non-empty string; invalid UTF-8 in it comes back repaired (U+FFFD).
 func StepAtStart(v any) (step string, ok bool, problem string) {
+	if t, cut := v.(models.Truncated); cut {
+		return "", false, fmt.Sprintf("metadata is %d bytes, over the %d bytes read for workflow_step_id_at_start: not read", t.Bytes, t.Cap)
+	}
 	s, valid := asText(v)
 	s = strings.TrimSpace(s)
 	if !valid || s == "" || s == "null" {
@@ -159,7 +176,7 @@ func StepAtStart(v any) (step string, ok bool, problem string) {
 
 // TaskSpec reads tasks: structure only (no title, description or metadata).
 func TaskSpec() models.TableSpec {
-	return withDuplicateCount(models.TableSpec{Name: "tasks", Columns: []models.ColumnSpec{
+	return capped(withDuplicateCount(models.TableSpec{Name: "tasks", Columns: []models.ColumnSpec{
 		{Name: "id", Required: true},
 		{Name: "workspace_id"},
 		{Name: "workflow_id"},
@@ -172,7 +189,7 @@ func TaskSpec() models.TableSpec {
 		{Name: "created_at", Kind: models.KindStamp},
 		{Name: "updated_at", Kind: models.KindStamp},
 		{Name: "archived_at", Kind: models.KindStamp},
-	}})
+	}}))
 }
 
 // TaskSchema is dim_task.
@@ -294,13 +311,13 @@ func (d *Dim) column(i int) string {
 
 // WorkflowSpec reads workflows (no description or prompt).
 func WorkflowSpec() models.TableSpec {
-	return withDuplicateCount(models.TableSpec{Name: "workflows", Columns: []models.ColumnSpec{
+	return capped(withDuplicateCount(models.TableSpec{Name: "workflows", Columns: []models.ColumnSpec{
 		{Name: "id", Required: true},
 		{Name: "workspace_id"},
 		{Name: "name"},
 		{Name: "created_at", Kind: models.KindStamp},
 		{Name: "updated_at", Kind: models.KindStamp},
-	}})
+	}}))
 }
 
 // WorkflowSchema is dim_workflow.
@@ -315,7 +332,7 @@ func NewWorkflows(ctx *Context, b *Builder) *Dim {
 
 // WorkflowStepSpec reads workflow_steps (no prompt or events).
 func WorkflowStepSpec() models.TableSpec {
-	return withDuplicateCount(models.TableSpec{Name: "workflow_steps", Columns: []models.ColumnSpec{
+	return capped(withDuplicateCount(models.TableSpec{Name: "workflow_steps", Columns: []models.ColumnSpec{
 		{Name: "id", Required: true},
 		{Name: "workflow_id"},
 		{Name: "name"},
@@ -323,7 +340,7 @@ func WorkflowStepSpec() models.TableSpec {
 		{Name: "position", Kind: models.KindInt},
 		{Name: "created_at", Kind: models.KindStamp},
 		{Name: "updated_at", Kind: models.KindStamp},
-	}})
+	}}))
 }
 
 // WorkflowStepSchema is dim_workflow_step.

@@ -47,8 +47,10 @@ func Disclose(f Facts) []Disclosure {
 	if st.Shape == models.ShapeAbsent {
 		add("feature_absent", "warning", time.Time{}, f.Sessions.Rows, true,
 			"This store has no task_session_subagents table (a Kandev build from before subagent capture). "+
-				"Fan-out is UNKNOWN, not zero, for all %d sessions and %d turns: the absence of a row is not the absence of a subagent.",
-			f.Sessions.Rows, f.Turns.Rows)
+				"Fan-out is never exact here: it is a lower bound from subagent-task messages where they exist (%d turns, %d sessions) and UNKNOWN, not zero, elsewhere (%d turns, %d sessions): "+
+				"the absence of a row is not the absence of a subagent.",
+			turnsLower, sessLower, turnsUnknown, sessUnknown)
+		out = append(out, f.provenRules()...)
 		out = append(out, f.integrityRules()...)
 		return append(out, f.rejectRules()...)
 	}
@@ -127,9 +129,56 @@ func Disclose(f Facts) []Disclosure {
 				"They stay NULL, never 0: averages are over the %d measured rows only.",
 			unmeasured, sa.Rows, sa.Measured)
 	}
+	if st.Shape == models.ShapeExecutionAware && st.ExecutionSince.State != models.KeyPresent {
+		add("execution_ids_trusted", "info", time.Time{}, sa.Identity[models.ExecRecorded], true,
+			"subagent_context_execution_since is absent, as Kandev ships it (its table is created execution-aware from the start). "+
+				"The %d recorded execution ids are trusted as real because the observed table shape is execution_aware (agent_execution_id in a three-column unique key); "+
+				"a reader applying AC-24b literally, which trusts ids only after execution_since, would discard them.",
+			sa.Identity[models.ExecRecorded])
+	}
+	out = append(out, f.provenRules()...)
 	out = append(out, f.healthRules()...)
 	out = append(out, f.integrityRules()...)
 	return append(out, f.rejectRules()...)
+}
+
+// provenRules disclose where completeness was not claimed although the
+// capture boundary alone would have allowed it, and what cannot be placed.
+func (f Facts) provenRules() []Disclosure {
+	var out []Disclosure
+	sa, tu, se := f.Subagent, f.Turns, f.Sessions
+	if tu.Shortfall+se.Shortfall > 0 {
+		out = append(out, Disclosure{Rule: "writer_shortfall_turns", Severity: "warning", Count: tu.Shortfall, HasCount: true,
+			Text: fmt.Sprintf("%d turns and %d sessions started after capture_since have subagent-task messages whose tool call has no subagent row (the writer-health shortfall): "+
+				"they are lower_bound, not complete, with writer_shortfall giving the missing count and fanout_lower_bound the tool calls known from rows and messages. "+
+				"writer_shortfall_turns lists the missing tool_call_ids.", tu.Shortfall, se.Shortfall)})
+	}
+	if tu.MessagesOnly > 0 {
+		out = append(out, Disclosure{Rule: "messages_lower_bound", Severity: "info", Count: tu.MessagesOnly, HasCount: true,
+			Text: fmt.Sprintf("%d turns (%d sessions) have subagent-task messages but no subagent row: their fan-out is a lower bound from the messages (messages_expected, fanout_lower_bound), not unknown and not zero. "+
+				"Messages can be deleted too, so they never prove an exact count.", tu.MessagesOnly, se.MessagesOnly)})
+	}
+	if n := sa.NullTurn + sa.MissingTurn; n > 0 {
+		out = append(out, Disclosure{Rule: "unattributed_rows", Severity: "warning", Count: n, HasCount: true,
+			Text: fmt.Sprintf("%d subagent rows cannot be placed in a turn (%d with turn_id NULL, which is ordinary, AC-2a; %d naming a turn that is not in the snapshot): "+
+				"they are kept and counted in their sessions (turn_attribution says which), but per-turn views cannot place them, so the %d turns of their sessions that would otherwise be complete are at most lower_bound "+
+				"(unattributed_session_rows gives the count per turn).", n, sa.NullTurn, sa.MissingTurn, tu.Unplaceable)})
+	}
+	if tu.Overlap+se.Overlap > 0 {
+		out = append(out, Disclosure{Rule: "live_backfill_overlap", Severity: "warning", Count: tu.Overlap, HasCount: true,
+			Text: fmt.Sprintf("%d turns (%d sessions) have a live row and a backfill row for the same tool call (AC-22's DO NOTHING cannot catch a live row with a real execution id): "+
+				"subagents_observed counts rows, distinct_tool_calls counts tool calls, live_backfill_overlap the tool calls with both, and an exact fanout counts each such tool call once.", tu.Overlap, se.Overlap)})
+	}
+	if tu.Ambiguous+se.Ambiguous > 0 {
+		out = append(out, Disclosure{Rule: "capture_boundary_ambiguous_activity", Severity: "info", Count: tu.Ambiguous, HasCount: true,
+			Text: fmt.Sprintf("%d turns and %d sessions started inside the second after a second-precise capture_since, where the true boundary lies: they are lower_bound and flagged capture_boundary_ambiguous.", tu.Ambiguous, se.Ambiguous)})
+	}
+	if sa.SentinelVariants > 0 {
+		out = append(out, Disclosure{Rule: "sentinel_variants", Severity: "warning", Count: sa.SentinelVariants, HasCount: true,
+			Text: fmt.Sprintf("%d rows have an agent_execution_id that is empty, blank, or differs from the 'unknown' sentinel only by case or whitespace (AC-31 allows only 'unknown'): "+
+				"they are classified as unrecorded with execution_id NULL, never counted as executions, and each is flagged in rejects.", sa.SentinelVariants)})
+	}
+	return out
 }
 
 // integrityRules disclose rows the store's own constraints should have

@@ -72,6 +72,24 @@ var HealthSchema = runFields(
 )
 
 // WriteHealth appends one evaluation.
+// ShortfallSchema is fact_writer_shortfall: the writer-health shortfall's
+// keys, each with the turn of its message. Identifiers only.
+var ShortfallSchema = runFields(str("session_id"), optStr("turn_id"), str("tool_call_id"))
+
+// WriteShortfall appends the shortfall's keys.
+func WriteShortfall(ctx *Context, b *Builder, missing []models.MissingRow) error {
+	for _, m := range missing {
+		ctx.lead(b)
+		b.Str(m.SessionID)
+		b.OptStr(m.TurnID, m.TurnID != "")
+		b.Str(m.ToolCallID)
+		if err := b.EndRow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func WriteHealth(ctx *Context, b *Builder, at time.Time, h models.Health) error {
 	ctx.lead(b)
 	b.Time(at, true)

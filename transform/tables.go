@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -21,6 +22,7 @@ const (
 	TableWorkflowStep  = "dim_workflow_step"
 	TableDisclosures   = "disclosures"
 	TableRejects       = "rejects"
+	TableShortfall     = "fact_writer_shortfall"
 	subagentSourceName = "task_session_subagents"
 )
 
@@ -30,6 +32,16 @@ type Context struct {
 	Run          string
 	Class        Classifier
 	Rejects      *Rejects
+	// TurnEvidence and SessionEvidence are what the subagent-task messages
+	// say per turn and session (set before those tables are read).
+	TurnEvidence, SessionEvidence map[string]models.MessageCounts
+	// Unattributed counts, per session, the subagent rows whose turn_id is
+	// NULL or names no turn (filled while the fact is transformed, before
+	// the turns are).
+	Unattributed map[string]int64
+	// ShortfallMeasured is set when writer health's shortfall was
+	// measured (capture_since valid and the subagent table present).
+	ShortfallMeasured bool
 }
 
 func (c *Context) lead(b *Builder) {
@@ -56,6 +68,12 @@ const (
 	// ActionFlagged: the row and the value are kept exactly as read, and
 	// flagged for attention (an orphan, a duplicate key, a non-UTC offset).
 	ActionFlagged = "flagged"
+	// ActionTruncatedValue: the row is kept with an identifier or label
+	// cut to its first models.MaxLabelBytes bytes (at a character
+	// boundary), or NULL when no prefix could be read without loading the
+	// whole value; the reason gives the stored length in bytes. The cut is
+	// made by the source query: the whole value is never read.
+	ActionTruncatedValue = "truncated_value"
 )
 
 // Rejects records every row or value the pipeline refused, repaired or
@@ -67,7 +85,7 @@ type Rejects struct {
 	Count int64
 	Rows  int64 // quarantined rows
 	// By action, for provenance and disclosures.
-	Nulled, Replaced, Flagged int64
+	Nulled, Replaced, Flagged, Truncated int64
 }
 
 // NewRejects wires a rejects table to its builder.
@@ -91,6 +109,8 @@ func (r *Rejects) Add(table, rowID, column string, raw any, reason, action strin
 		r.Replaced++
 	case ActionFlagged:
 		r.Flagged++
+	case ActionTruncatedValue:
+		r.Truncated++
 	}
 	r.ctx.lead(r.b)
 	r.b.Str(table)
@@ -105,16 +125,49 @@ func (r *Rejects) Add(table, rowID, column string, raw any, reason, action strin
 
 const reasonNotUTF8 = "text is not valid UTF-8: each invalid byte sequence was replaced with U+FFFD (the raw value shows the bytes as \\xNN)"
 
-// MetaText records, for each kandev_meta value the warehouse keeps (the
-// three activation keys and kandev_version) that is not valid UTF-8, the
-// repair it gets on its way to fact_installation_state. The row id is the
-// key.
+// ByAction is the count of entries per action, every action present:
+// provenance's rejects_by_action.
+func (r *Rejects) ByAction() map[string]int64 {
+	return map[string]int64{
+		ActionQuarantinedRow: r.Rows, ActionNulledValue: r.Nulled, ActionReplacedValue: r.Replaced,
+		ActionFlagged: r.Flagged, ActionTruncatedValue: r.Truncated,
+	}
+}
+
+// MetaText records, for each kandev_meta value the extractor reads
+// (models.MetaKeys), what it got on its way to the warehouse: a value over
+// the cap is cut (truncated_value, and an activation key so cut is
+// unparseable); a key that several rows share (a lost primary key) is
+// flagged, the first row read being used; and, for the values
+// fact_installation_state keeps (the three activation keys and
+// kandev_version), one that is not valid UTF-8 is repaired. The row id is
+// the key.
 func (r *Rejects) MetaText(meta []models.MetaEntry) error {
 	for _, e := range meta {
+		if !slices.Contains(models.MetaKeys, e.Key) {
+			continue
+		}
+		if e.Truncated() {
+			t := models.Truncated{Prefix: e.Value, HasPrefix: e.HasPrefix, Bytes: e.Bytes, Cap: models.MaxLabelBytes}
+			var raw any
+			if e.HasPrefix {
+				raw = e.Value
+			}
+			if err := r.Add("kandev_meta", e.Key, "value", raw, truncatedReason(t), ActionTruncatedValue); err != nil {
+				return err
+			}
+		}
+		if e.Rows > 1 {
+			if err := r.Add("kandev_meta", e.Key, "key", e.Key,
+				fmt.Sprintf("duplicate key: %d kandev_meta rows have it (the primary key was not enforced); the first one read is used", e.Rows),
+				ActionFlagged); err != nil {
+				return err
+			}
+		}
 		switch e.Key {
 		case models.KeyCaptureSince, models.KeyBackfillThrough, models.KeyExecutionSince, models.KeyKandevVersion:
 		default:
-			continue
+			continue // read, but not copied into the warehouse's tables
 		}
 		if utf8.ValidString(e.Value) {
 			continue
@@ -126,6 +179,16 @@ func (r *Rejects) MetaText(meta []models.MetaEntry) error {
 	return nil
 }
 
+// truncatedReason is the rejects reason of a value cut at its cap.
+func truncatedReason(t models.Truncated) string {
+	if t.HasPrefix {
+		return fmt.Sprintf("value is %d bytes, over the %d-byte cap: the warehouse keeps its first %d bytes (cut by the source query at a character boundary)",
+			t.Bytes, t.Cap, len(t.Prefix))
+	}
+	return fmt.Sprintf("value is %d bytes, over the %d-byte cap; SQLite cannot read part of a value without loading all of it, "+
+		"so a value over %d bytes is measured but not read: the warehouse holds NULL", t.Bytes, t.Cap, models.SQLitePrefixBytes)
+}
+
 // cleanText repairs, in place, every text cell of a source row that is not
 // valid UTF-8, and records each repair. names are the row's source column
 // names; the row id is cell 0. It returns the row id, repaired.
@@ -133,6 +196,25 @@ func (c *Context) cleanText(table string, names []string, row []any) (string, er
 	rawID, _ := asText(row[0])
 	id := validText(rawID)
 	for i, v := range row {
+		if t, ok := v.(models.Truncated); ok {
+			if t.Kind != models.KindText || (i < len(names) && contentColumns[names[i]]) {
+				// The column's own reading refuses it, with its length:
+				// a cut integer or instant would be another value.
+				continue
+			}
+			var cell, raw any
+			if t.HasPrefix {
+				cell, raw = t.Prefix, t.Prefix
+			}
+			row[i], v = cell, cell
+			col := "?"
+			if i < len(names) {
+				col = names[i]
+			}
+			if err := c.Rejects.Add(table, id, col, raw, truncatedReason(t), ActionTruncatedValue); err != nil {
+				return id, err
+			}
+		}
 		s, ok := v.(string)
 		if !ok || utf8.ValidString(s) {
 			continue
@@ -170,6 +252,25 @@ func (c *Context) stamp(table, id, col string, v any) (t time.Time, ok bool, pro
 // their raw value is never written to rejects.
 var contentColumns = map[string]bool{"metadata": true}
 
+// capped sets the cap of every column spec reads from the store (see
+// models.MaxLabelBytes): identifiers and labels, the text of timestamps and
+// integers, and metadata. The source applies it in its query, so no value
+// longer than its cap is ever read whole. Computed columns are not capped.
+func capped(spec models.TableSpec) models.TableSpec {
+	for i, c := range spec.Columns {
+		switch {
+		case c.Expr != "":
+		case contentColumns[c.Name]:
+			spec.Columns[i].MaxBytes = models.MaxMetadataBytes
+		case c.Kind == models.KindText:
+			spec.Columns[i].MaxBytes = models.MaxLabelBytes
+		default:
+			spec.Columns[i].MaxBytes = models.MaxScalarBytes
+		}
+	}
+	return spec
+}
+
 func specNames(spec models.TableSpec) []string {
 	names := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
@@ -188,7 +289,7 @@ func specNames(spec models.TableSpec) []string {
 // agent_execution_id, tool_call_id) — (task_session_id, tool_call_id) on a
 // store without agent_execution_id — and whether its session is gone.
 func SubagentSpec() models.TableSpec {
-	return models.TableSpec{Name: subagentSourceName, Alias: "t", Columns: []models.ColumnSpec{
+	return capped(models.TableSpec{Name: subagentSourceName, Alias: "t", Columns: []models.ColumnSpec{
 		{Name: "id", Required: true},
 		{Name: "task_session_id", Required: true},
 		{Name: "task_id", Required: true},
@@ -215,30 +316,61 @@ func SubagentSpec() models.TableSpec {
 		{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(di.n, 1)"},
 		{Name: "rows_sharing_key", Kind: models.KindCount, Expr: "COALESCE(dk.n, 1)"},
 		{Name: "session_missing", Kind: models.KindCount, Expr: sessionMissing},
+		{Name: "turn_attribution", Kind: models.KindCount, Expr: turnAttribution},
 	}, Join: duplicateJoin(subagentSourceName, "di") +
 		` LEFT JOIN (SELECT task_session_id AS ks, {{agent_execution_id}} AS ke, tool_call_id AS kc, COUNT(*) AS n
-			FROM task_session_subagents GROUP BY 1, 2, 3 HAVING COUNT(*) > 1) dk
-			ON dk.ks = t.task_session_id AND dk.ke = {{t.agent_execution_id}} AND dk.kc = t.tool_call_id`}
+			FROM task_session_subagents
+			WHERE ` + keyFits("task_session_id") + ` AND ` + keyFits("{{agent_execution_id}}") + ` AND ` + keyFits("tool_call_id") + `
+			GROUP BY 1, 2, 3 HAVING COUNT(*) > 1) dk
+			ON dk.ks = ` + boundedKey("t.task_session_id") + ` AND dk.ke = ` + boundedKey("{{t.agent_execution_id}}") +
+		` AND dk.kc = ` + boundedKey("t.tool_call_id")})
+}
+
+// keyFits and boundedKey keep every key the source compares — in a
+// grouping, a join or a lookup — within models.SQLitePrefixBytes: SQLite
+// loads a value whole to compare it (a GROUP BY over one 300 MB id cost
+// 2 GB), and octet_length, which reads no content, decides first. A longer
+// key is compared with nothing: its row shares no id or key and has no
+// subagents by it (the row itself is kept, its value cut and listed in
+// rejects). NULL keys matched nothing before either.
+func keyFits(col string) string {
+	return fmt.Sprintf("octet_length(%s) <= %d", col, models.SQLitePrefixBytes)
+}
+
+func boundedKey(col string) string {
+	return fmt.Sprintf("CASE WHEN %s THEN %s END", keyFits(col), col)
 }
 
 // sessionMissing is 1 when the row's task_session_id has no task_sessions
 // row (Kandev's foreign key cascades deletes, so only a store written with
 // foreign keys off, or repaired by hand, holds such rows).
-const sessionMissing = `CASE WHEN EXISTS (SELECT 1 FROM task_sessions s WHERE s.id = t.task_session_id) THEN 0 ELSE 1 END`
+var sessionMissing = `CASE WHEN NOT (` + keyFits("t.task_session_id") + `) THEN 0 WHEN EXISTS (SELECT 1 FROM task_sessions s WHERE s.id = t.task_session_id) THEN 0 ELSE 1 END`
 
 // duplicateIDReason is the rejects reason of a row whose id n rows share.
 func duplicateIDReason(n int64) string {
 	return fmt.Sprintf("duplicate id: %d rows share it (the primary key was not enforced); every one is kept", n)
 }
 
+// turnAttribution is 0 when the row's turn_id is NULL or empty (ordinary,
+// AC-2a), 1 when it names a turn of the snapshot, 2 when it names none (a
+// key too long to compare names none).
+var turnAttribution = `CASE WHEN t.turn_id IS NULL OR t.turn_id = '' THEN 0 WHEN NOT (` + keyFits("t.turn_id") +
+	`) THEN 2 WHEN EXISTS (SELECT 1 FROM task_session_turns tt WHERE tt.id = t.turn_id) THEN 1 ELSE 2 END`
+
+// attributions are turnAttribution's codes.
+var attributions = [...]models.TurnAttribution{models.NullTurn, models.Attributed, models.MissingTurn}
+
 // duplicateJoin counts, for the scanned table (alias t), the rows sharing
 // an id, when more than one does (a primary key that was not enforced).
 func duplicateJoin(table, alias string) string {
-	return ` LEFT JOIN (SELECT id AS k, COUNT(*) AS n FROM ` + table + ` GROUP BY id HAVING COUNT(*) > 1) ` + alias +
-		` ON ` + alias + `.k = t.id`
+	return ` LEFT JOIN (SELECT id AS k, COUNT(*) AS n FROM ` + table + ` WHERE ` + keyFits("id") + ` GROUP BY id HAVING COUNT(*) > 1) ` + alias +
+		` ON ` + alias + `.k = ` + boundedKey("t.id")
 }
 
 var subagentNames = specNames(SubagentSpec())
+
+// subagentAttribution is the position of turn_attribution in SubagentSpec.
+var subagentAttribution = SubagentSpec().Column("turn_attribution")
 
 // FactSchema is fact_subagent_context: one row per subagent invocation,
 // classified.
@@ -252,6 +384,7 @@ var FactSchema = runFields(
 	str("source"), stamp("observed_at"), optStamp("settled_at"), optStamp("updated_at"),
 	str("capture_window"), boolean("capture_boundary_ambiguous"),
 	optStamp("capture_since"), optStamp("execution_since"), str("activation_state"),
+	str("turn_attribution"),
 )
 
 // SubagentStats are the counts disclosures and provenance need.
@@ -263,7 +396,11 @@ type SubagentStats struct {
 	DuplicateIDs, DuplicateKeys, Orphans int64
 	Identity                             map[models.ExecutionIdentity]int64
 	Window                               map[models.CaptureWindow]int64
-	MaxObserved, MaxUpdated              time.Time
+	// NullTurn and MissingTurn rows cannot be placed in a turn;
+	// SentinelVariants carry an agent_execution_id that only differs from
+	// 'unknown' by case or whitespace, or is empty (AC-31).
+	NullTurn, MissingTurn, SentinelVariants int64
+	MaxObserved, MaxUpdated                 time.Time
 }
 
 // Subagents transforms task_session_subagents rows into the fact.
@@ -370,9 +507,31 @@ func (s *Subagents) Append(row []any) error {
 	b.Time(cs.At, cs.Valid())
 	b.Time(es.At, es.Valid())
 	b.Str(string(s.ctx.Class.State.Activation))
+	code, _, _ := asInt(row[subagentAttribution])
+	attribution := attributions[min(max(code, 0), 2)]
+	b.Str(string(attribution))
 
 	st := &s.Stats
 	st.Rows++
+	switch attribution {
+	case models.NullTurn:
+		st.NullTurn++
+	case models.MissingTurn:
+		st.MissingTurn++
+	}
+	if attribution != models.Attributed {
+		if s.ctx.Unattributed == nil {
+			s.ctx.Unattributed = map[string]int64{}
+		}
+		s.ctx.Unattributed[sess]++
+	}
+	if execValid && execID != models.ExecutionSentinel && IsSentinelVariant(execID) {
+		st.SentinelVariants++
+		if err := rej.Add(subagentSourceName, id, "agent_execution_id", row[5],
+			"not the 'unknown' sentinel but a variant of it (empty, blank, or differing in case or whitespace), which AC-31 forbids: classified as unrecorded, never an execution", ActionFlagged); err != nil {
+			return err
+		}
+	}
 	switch source {
 	case models.SourceLive:
 		st.Live++
@@ -447,6 +606,21 @@ func countColumns() []models.ColumnSpec {
 	}
 }
 
+// evidenceColumns are read after every other column of a session or turn
+// spec: the distinct tool calls of its rows and the live/backfill overlap.
+func evidenceColumns(featurePresent bool) []models.ColumnSpec {
+	if !featurePresent {
+		return []models.ColumnSpec{
+			{Name: "distinct_tool_calls", Kind: models.KindCount, Expr: "0"},
+			{Name: "live_backfill_overlap", Kind: models.KindCount, Expr: "0"},
+		}
+	}
+	return []models.ColumnSpec{
+		{Name: "distinct_tool_calls", Kind: models.KindCount, Expr: "COALESCE(a.n_distinct, 0)"},
+		{Name: "live_backfill_overlap", Kind: models.KindCount, Expr: "COALESCE(a.overlap, 0)"},
+	}
+}
+
 func zeroCountColumns() []models.ColumnSpec {
 	return []models.ColumnSpec{
 		{Name: "subagents_observed", Kind: models.KindCount, Expr: "0"},
@@ -456,12 +630,20 @@ func zeroCountColumns() []models.ColumnSpec {
 }
 
 // fanoutJoin aggregates subagent rows by key in one pass, in SQL that both
-// dialects accept (SQLite scans the table: see models.SQLiteNotIndexed).
+// dialects accept (SQLite scans the table: see models.SQLiteNotIndexed; and
+// groups the subquery's computed columns, never source itself: see
+// models.SQLiteNoFlatten).
 func fanoutJoin(key string) string {
-	return ` LEFT JOIN (SELECT ` + key + ` AS k, COUNT(*) AS n,
-		SUM(CASE WHEN source = 'live' THEN 1 ELSE 0 END) AS n_live,
-		SUM(CASE WHEN source = 'backfill' THEN 1 ELSE 0 END) AS n_backfill
-		FROM task_session_subagents ` + models.SQLiteNotIndexed + ` WHERE ` + key + ` IS NOT NULL GROUP BY ` + key + `) a ON a.k = t.id`
+	// overlap = |live tool calls| + |backfill tool calls| - |all tool calls|:
+	// the tool calls that have both a live and a backfill row.
+	return ` LEFT JOIN (SELECT k, COUNT(*) AS n, SUM(live) AS n_live, SUM(backfill) AS n_backfill,
+			COUNT(DISTINCT tc) AS n_distinct,
+			COUNT(DISTINCT CASE WHEN live = 1 THEN tc END) + COUNT(DISTINCT CASE WHEN backfill = 1 THEN tc END) - COUNT(DISTINCT tc) AS overlap
+		FROM (SELECT ` + key + ` AS k, CASE WHEN tool_call_id <> '' THEN ` + boundedKey("tool_call_id") + ` END AS tc,
+			CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'live' THEN 1 ELSE 0 END AS live,
+			CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'backfill' THEN 1 ELSE 0 END AS backfill
+			FROM task_session_subagents ` + models.SQLiteNotIndexed + ` WHERE ` + keyFits(key) + ` ` + models.SQLiteNoFlatten + `) f
+		GROUP BY k) a ON a.k = ` + boundedKey("t.id")
 }
 
 // SessionSpec reads task_sessions with their subagent counts.
@@ -483,15 +665,22 @@ func SessionSpec(featurePresent bool) models.TableSpec {
 		spec.Columns = append(spec.Columns, zeroCountColumns()...)
 	}
 	spec.Columns = append(spec.Columns, models.ColumnSpec{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(dup.n, 1)"})
+	spec.Columns = append(spec.Columns, evidenceColumns(featurePresent)...)
 	spec.Join += duplicateJoin("task_sessions", "dup")
-	return spec
+	return capped(spec)
 }
 
 var sessionNames = specNames(SessionSpec(true))
 
+// sessionDistinct is the position of distinct_tool_calls (then
+// live_backfill_overlap) in SessionSpec.
+var sessionDistinct = SessionSpec(true).Column("distinct_tool_calls")
+
 var fanoutFields = []arrow.Field{
 	integer("subagents_observed"), integer("subagents_observed_live"), integer("subagents_observed_backfill"),
 	optInt("fanout"), str("fanout_completeness"), str("capture_window"),
+	integer("distinct_tool_calls"), integer("live_backfill_overlap"), integer("messages_expected"),
+	integer("fanout_lower_bound"), optInt("writer_shortfall"), boolean("capture_boundary_ambiguous"),
 }
 
 // SessionSchema is dim_session: exactly one row per task_sessions row.
@@ -507,6 +696,11 @@ type FanoutStats struct {
 	MaxUpdated   time.Time
 	// Rows kept and flagged: sharing an id; (turns) whose session is gone.
 	DuplicateIDs, Orphans int64
+	// Downgraded from complete: by the writer shortfall, by the ambiguous
+	// second, by unplaced rows of the session (turns). MessagesOnly have
+	// messages but no row (a lower bound from messages alone). Overlap
+	// have a backfill row duplicating a live row's tool call.
+	Shortfall, Ambiguous, Unplaceable, MessagesOnly, Overlap int64
 }
 
 // Sessions transforms task_sessions into dim_session.
@@ -558,7 +752,13 @@ func (s *Sessions) Append(row []any) error {
 	if updatedOK && updated.After(s.Stats.MaxUpdated) {
 		s.Stats.MaxUpdated = updated
 	}
-	c := s.ctx.fanout(b, started, startedOK, row[8], row[9], row[10])
+	n, _, _ := asInt(row[8])
+	live, _, _ := asInt(row[9])
+	backfill, _, _ := asInt(row[10])
+	distinct, _, _ := asInt(row[sessionDistinct])
+	overlap, _, _ := asInt(row[sessionDistinct+1])
+	c := s.ctx.fanout(b, &s.Stats, FanoutInput{Started: started, StartedOK: startedOK, Rows: n, Overlap: overlap, Distinct: distinct,
+		Messages: s.ctx.SessionEvidence[id]}, live, backfill)
 	s.Stats.Rows++
 	s.Stats.Completeness[c]++
 	return b.EndRow()
@@ -601,19 +801,38 @@ func (c *Context) flagDuplicate(table, id string, raw, n any, st *FanoutStats) e
 		duplicateIDReason(count), ActionFlagged)
 }
 
-// fanout appends the count and completeness columns.
-func (c *Context) fanout(b *Builder, started time.Time, startedOK bool, n, live, backfill any) models.FanoutCompleteness {
-	total, _, _ := asInt(n)
-	l, _, _ := asInt(live)
-	bf, _, _ := asInt(backfill)
-	b.Int(total, true)
-	b.Int(l, true)
-	b.Int(bf, true)
-	completeness, fanout, exact := c.Class.Fanout(started, startedOK, total)
-	b.Int(fanout, exact)
-	b.Str(string(completeness))
-	b.Str(string(c.Class.Window(started, startedOK)))
-	return completeness
+// fanout appends the count and completeness columns (fanoutFields order).
+func (c *Context) fanout(b *Builder, st *FanoutStats, in FanoutInput, live, backfill int64) models.FanoutCompleteness {
+	r := c.Class.Fanout(in)
+	b.Int(in.Rows, true)
+	b.Int(live, true)
+	b.Int(backfill, true)
+	b.Int(r.Fanout, r.Exact)
+	b.Str(string(r.Completeness))
+	b.Str(string(c.Class.Window(in.Started, in.StartedOK)))
+	b.Int(in.Distinct, true)
+	b.Int(in.Overlap, true)
+	b.Int(in.Messages.Expected, true)
+	b.Int(r.LowerBound, true)
+	b.Int(in.Messages.Shortfall, c.ShortfallMeasured)
+	b.Bool(r.Ambiguous, true)
+	if r.Completeness != models.FanoutComplete && c.Class.State.CaptureSince.Valid() && in.StartedOK && !in.Started.Before(c.Class.State.CaptureSince.At) {
+		switch {
+		case in.Messages.Shortfall > 0:
+			st.Shortfall++
+		case r.Ambiguous:
+			st.Ambiguous++
+		case in.Unattributed > 0:
+			st.Unplaceable++
+		}
+	}
+	if in.Rows == 0 && in.Messages.Expected > 0 {
+		st.MessagesOnly++
+	}
+	if in.Overlap > 0 {
+		st.Overlap++
+	}
+	return r.Completeness
 }
 
 // Window places an activity start against capture_since.

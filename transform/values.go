@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kandev/kandev-extract/models"
 )
 
 // The source hands cells as nil, string, int64, int32, float64 or
@@ -32,6 +34,9 @@ func asText(v any) (string, bool) {
 		return x.UTC().Format(time.RFC3339Nano), true
 	case []byte:
 		return string(x), true
+	case models.Truncated:
+		// An over-long value: its prefix, or nothing when none was read.
+		return x.Prefix, x.HasPrefix
 	}
 	return fmt.Sprint(v), true
 }
@@ -83,6 +88,8 @@ func asInt(v any) (n int64, valid bool, problem string) {
 			return 0, false, ProblemOutOfRange
 		}
 		return 0, false, ProblemNotInteger
+	case models.Truncated:
+		return 0, false, fmt.Sprintf("%s: %d bytes of text, over the %d bytes read of an integer column", ProblemNotInteger, x.Bytes, x.Cap)
 	}
 	return 0, false, fmt.Sprintf("unexpected %T", v)
 }
@@ -118,6 +125,9 @@ func asStamp(v any) (t time.Time, valid bool, problem string) {
 			return time.Time{}, false, err.Error()
 		}
 		return t, true, ""
+	case models.Truncated:
+		// Never its prefix: a cut could leave a valid instant behind.
+		return time.Time{}, false, fmt.Sprintf("not a timestamp: %d bytes, over the %d bytes read of a timestamp column", x.Bytes, x.Cap)
 	}
 	return time.Time{}, false, fmt.Sprintf("unexpected %T", v)
 }

@@ -64,13 +64,17 @@ complete; an existing file is replaced only with --overwrite.`,
 			if _, err := os.Stat(out); err == nil && !overwrite {
 				return fmt.Errorf("%s already exists (pass --overwrite to replace it)", out)
 			}
-			fmt.Fprintf(g.stderr, "kandev-extract: writing the %s to %s …\n", what, out)
+			if !g.quiet {
+				fmt.Fprintf(g.stderr, "kandev-extract: writing the %s to %s …\n", what, out)
+			}
 			t0 := time.Now()
 			st, err := storegen.Generate(cmd.Context(), out, opts)
 			if err != nil {
 				return err
 			}
-			printStoreStats(g, out, what, st, time.Since(t0))
+			if !g.quiet {
+				printStoreStats(g, out, what, st, time.Since(t0))
+			}
 			return nil
 		},
 	}

@@ -38,12 +38,12 @@ func TestGenStoreDemoMatchesBundledStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile(repoFile(t, demoStorePath))
+	want, err := os.ReadFile(repoFile(t, repoDemoStore))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("gen-store --demo differs from %s (%d vs %d bytes)", demoStorePath, len(got), len(want))
+		t.Errorf("gen-store --demo differs from %s (%d vs %d bytes)", repoDemoStore, len(got), len(want))
 	}
 	// An existing file is kept unless --overwrite.
 	if _, errOut, code := genStore(t, "--out", path, "--demo"); code != 1 || !strings.Contains(errOut, "already exists") {

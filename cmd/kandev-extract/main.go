@@ -44,10 +44,10 @@ func exitCode(err error, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "kandev-extract:", ee.err)
+			fmt.Fprintln(stderr, "kandev-extract:", termSafeLines(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "kandev-extract:", err)
+	fmt.Fprintln(stderr, "kandev-extract:", termSafeLines(err.Error()))
 	return exitFailure
 }

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kandev/kandev-extract/internal/demo"
 )
 
 func repoFile(t *testing.T, rel string) string {
@@ -52,16 +56,16 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--help") {
 		t.Errorf("bad flag: code %d, stderr %q", code, errOut)
 	}
-	_, errOut, code = cli(t, "query")
-	if code == 0 {
-		t.Errorf("query without SQL: code %d, stderr %q", code, errOut)
+	_, errOut, code = cli(t, "query", "-w", t.TempDir(), "")
+	if code != 2 || !strings.Contains(errOut, "empty") {
+		t.Errorf("query with empty SQL: code %d, stderr %q", code, errOut)
 	}
 }
 
 func TestRunAndQuery(t *testing.T) {
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/upgraded-backfill.db")
-	out, errOut, code := cli(t, "run", "--source", src, "--warehouse", wh, "--installation", "team-a", "--log-format", "json")
+	out, errOut, code := cli(t, "run", "--source", src, "--warehouse", wh, "--installation", "team-a", "--log-format", "text")
 	if code != 0 {
 		t.Fatalf("run: code %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
@@ -70,7 +74,12 @@ func TestRunAndQuery(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	// Logs are JSON lines on stderr, naming the installation.
+	// With JSON logs, stdout stays empty and stderr is JSON lines naming
+	// the installation.
+	out, errOut, code = cli(t, "run", "--source", src, "--warehouse", wh, "--installation", "team-a", "--log-format", "json")
+	if code != 0 || out != "" {
+		t.Fatalf("run with JSON logs: code %d\nstdout %q", code, out)
+	}
 	first := strings.SplitN(strings.TrimSpace(errOut), "\n", 2)[0]
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(first), &rec); err != nil || rec["installation"] != "team-a" {
@@ -104,22 +113,40 @@ func TestRunFailureExitsOne(t *testing.T) {
 	}
 }
 
+// repoDemoStore is the repository's demo store (internal/demo bundles a
+// copy of it).
+const repoDemoStore = "testdata/demo/kandev-demo.db"
+
 func TestDefaultSourceAndName(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("LocalAppData", home)
 	t.Setenv(envSource, "")
 	dir := t.TempDir()
 	wd, _ := os.Getwd()
 	t.Cleanup(func() { os.Chdir(wd) })
 	os.Chdir(dir)
-	if _, _, err := resolveSource(""); err == nil || !strings.Contains(err.Error(), "--source") {
-		t.Errorf("no source anywhere: %v", err)
+	// No Kandev store: the bundled demo, in the cache directory (not
+	// written by resolving), from any directory.
+	cacheDemo, err := demo.Location()
+	if err != nil || !strings.HasPrefix(cacheDemo, home) {
+		t.Fatalf("demo location %q (%v) is not in $HOME's cache directory", cacheDemo, err)
 	}
-	os.MkdirAll(filepath.Join(dir, "testdata", "demo"), 0o755)
-	os.WriteFile(filepath.Join(dir, demoStorePath), []byte("x"), 0o644)
-	if s, why, err := resolveSource(""); err != nil || s != demoStorePath || why != "demo" {
+	if s, why, err := resolveSource(""); err != nil || s != cacheDemo || why != whyDemo {
 		t.Errorf("demo fallback: %q %q %v", s, why, err)
 	}
-	kd := filepath.Join(os.Getenv("HOME"), ".kandev", "data")
+	if _, err := os.Stat(cacheDemo); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("resolving the source wrote the demo store: %v", err)
+	}
+	if runtime.GOOS != "windows" { // %LocalAppData% there
+		t.Setenv("HOME", "")
+		if _, _, err := resolveSource(""); err == nil || !strings.Contains(err.Error(), "--source") {
+			t.Errorf("no source and no cache directory: %v", err)
+		}
+	}
+	t.Setenv("HOME", home)
+	kd := filepath.Join(home, ".kandev", "data")
 	os.MkdirAll(kd, 0o755)
 	os.WriteFile(filepath.Join(kd, "kandev.db"), []byte("x"), 0o644)
 	if s, why, _ := resolveSource(""); s != filepath.Join(kd, "kandev.db") || why != "Kandev's default store" {

@@ -105,7 +105,9 @@ func snapshotState(t *testing.T, wh string) string {
 		`SELECT string_agg(installation_id || ':' || run_id || ':' || status, ',' ORDER BY installation_id, run_id) FROM runs WHERE status = 'committed'`,
 		`SELECT count(*) || '/' || count(DISTINCT task_session_id) || '/' || coalesce(sum(total_tokens), 0) FROM subagent_contexts`,
 		`SELECT count(*) || '/' || sum(subagents_observed) FROM fanout_by_turn`,
-		`SELECT string_agg(rule, ',' ORDER BY installation_id, rule) FROM disclosures`,
+		// Rules about what changed across runs (these tests alternate two
+		// stores under one name, with --rebind) are left out.
+		`SELECT string_agg(rule, ',' ORDER BY installation_id, rule) FROM disclosures WHERE rule NOT IN ('source_rebound', 'deletions', 'archived_rows')`,
 	} {
 		var v sql.NullString
 		if err := db.QueryRow(q).Scan(&v); err != nil {
@@ -155,7 +157,7 @@ func TestCrashAtEveryPublishStepLeavesThePreviousRun(t *testing.T) {
 	for _, step := range []string{"staged", "renamed dim_session", "renamed fact_subagent_context", "before manifest", "committed", "database built"} {
 		t.Run(step, func(t *testing.T) {
 			before := snapshotState(t, wh)
-			err := proc(t, []string{load.CrashEnv + "=" + step}, "run", "-s", second, "-w", wh, "-i", "prod").Run()
+			err := proc(t, []string{load.CrashEnv + "=" + step}, "run", "-s", second, "-w", wh, "-i", "prod", "--rebind").Run()
 			if _, killed := exitStatus(err); !killed {
 				t.Fatalf("process was not killed at %q: %v", step, err)
 			}
@@ -164,7 +166,7 @@ func TestCrashAtEveryPublishStepLeavesThePreviousRun(t *testing.T) {
 				t.Errorf("after a crash at %q readers see\n  %s\nwant\n  %s", step, got, before)
 			}
 			// The next run succeeds and cleans up.
-			if out, err := proc(t, nil, "run", "-s", first, "-w", wh, "-i", "prod").CombinedOutput(); err != nil {
+			if out, err := proc(t, nil, "run", "-s", first, "-w", wh, "-i", "prod", "--rebind").CombinedOutput(); err != nil {
 				t.Fatalf("run after crash: %v\n%s", err, out)
 			}
 			assertClean(t, wh)
@@ -179,6 +181,47 @@ func TestCrashAtEveryPublishStepLeavesThePreviousRun(t *testing.T) {
 			// Current data is the latest run's: the first store again.
 			if got := snapshotState(t, wh); strings.SplitN(got, " | ", 2)[1] != strings.SplitN(base, " | ", 2)[1] {
 				t.Errorf("current data %s, want %s", got, base)
+			}
+		})
+	}
+}
+
+// A crash after the new warehouse.duckdb is in place (before or during
+// retention) leaves a whole, readable database serving the new run; the
+// next run finishes the pruning and cleans up.
+func TestCrashAfterTheDatabaseIsInPlace(t *testing.T) {
+	src := repoFile(t, "testdata/kandev/fresh-activated.db")
+	for _, step := range []string{"database in place", "pruning"} {
+		t.Run(step, func(t *testing.T) {
+			wh := filepath.Join(t.TempDir(), "wh")
+			if out, err := proc(t, nil, "run", "-s", src, "-w", wh, "-i", "prod").CombinedOutput(); err != nil {
+				t.Fatalf("first run: %v\n%s", err, out)
+			}
+			base := snapshotState(t, wh)
+			err := proc(t, []string{load.CrashEnv + "=" + step}, "run", "-s", src, "-w", wh, "-i", "prod", "--retention", "1").Run()
+			if _, killed := exitStatus(err); !killed {
+				t.Fatalf("process was not killed at %q: %v", step, err)
+			}
+			ms, _ := load.ReadManifests(wh)
+			if len(ms) != 2 {
+				t.Fatalf("%d manifests after the crash, want 2 (nothing pruned yet)", len(ms))
+			}
+			got := snapshotState(t, wh)
+			if !strings.Contains(got, ms[1].RunID) || strings.Contains(got, ms[0].RunID) {
+				t.Errorf("after a crash at %q readers see %s: want the new run %s only (retention 1)", step, got, ms[1].RunID)
+			}
+			if strings.SplitN(got, " | ", 2)[1] != strings.SplitN(base, " | ", 2)[1] {
+				t.Errorf("data %s, want %s", got, base)
+			}
+			if out, err := proc(t, nil, "run", "-s", src, "-w", wh, "-i", "prod", "--retention", "1").CombinedOutput(); err != nil {
+				t.Fatalf("run after crash: %v\n%s", err, out)
+			}
+			assertClean(t, wh)
+			if ms, _ := load.ReadManifests(wh); len(ms) != 1 {
+				t.Errorf("%d manifests after the next run, want 1", len(ms))
+			}
+			if _, err := os.Stat(filepath.Join(wh, "_build")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("_build left: %v", err)
 			}
 		})
 	}
@@ -238,7 +281,7 @@ func TestReaderHoldsDatabaseOpenDuringRuns(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	for i := 0; i < 2; i++ {
-		if _, errOut, code := cli(t, "run", "-s", repoFile(t, "testdata/kandev/upgraded-backfill.db"), "-w", wh, "-i", "prod"); code != 0 {
+		if _, errOut, code := cli(t, "run", "-s", repoFile(t, "testdata/kandev/upgraded-backfill.db"), "-w", wh, "-i", "prod", "--rebind"); code != 0 {
 			t.Fatalf("run %d while a reader holds the database: %s", i, errOut)
 		}
 	}

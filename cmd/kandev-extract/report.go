@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,10 +23,10 @@ func newReportCmd(g *globals) *cobra.Command {
 		Use:   "report",
 		Short: "Write a self-contained HTML report with charts from the warehouse",
 		Long: `Write one self-contained HTML file (inline CSS and SVG, no script, no
-external resource) from warehouse.duckdb, opened read-only: per installation,
-the fan-out distribution, contexts per card by workflow step, subagent usage
-(invocations and average tokens over measured rows only) and writer health
-over every retained run. Each chart is captioned with the disclosures that
+external resource) from warehouse.duckdb, opened read-only with no access to
+any other file: per installation, the fan-out distribution, contexts per
+card by workflow step, subagent usage (invocations and average tokens over
+measured rows only) and writer health over every retained run. Each chart is captioned with the disclosures that
 apply to its data: unknown is never drawn as zero, backfill is kept apart
 from live.`,
 		Example: `  kandev-extract report
@@ -37,7 +39,17 @@ from live.`,
 				return err
 			}
 			if out == "-" {
-				return report.Write(cmd.Context(), path, g.stdout, time.Now())
+				if !g.stdoutTerminal() {
+					return report.Write(cmd.Context(), path, g.stdout, time.Now())
+				}
+				// HTML on a terminal: its text is store text, escaped
+				// like every other output on a terminal.
+				var b strings.Builder
+				if err := report.Write(cmd.Context(), path, &b, time.Now()); err != nil {
+					return err
+				}
+				_, err := io.WriteString(g.stdout, termSafeLines(b.String()))
+				return err
 			}
 			return writeReport(cmd, g, path, out)
 		},
@@ -75,6 +87,8 @@ func writeReport(cmd *cobra.Command, g *globals, dbPath, out string) (err error)
 	if err := os.Rename(tmp.Name(), out); err != nil {
 		return fmt.Errorf("report %s: %w", out, err)
 	}
-	fmt.Fprintf(g.stdout, "report written to %s\n", out)
+	if !g.quiet {
+		printSafe(g.stdout, "report written to %s\n", out)
+	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kandev/kandev-extract/config"
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/internal/demo"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/pipeline"
@@ -25,9 +27,10 @@ import (
 const (
 	defaultWarehouse  = config.DefaultWarehouse
 	kandevDefaultPath = "~/.kandev/data/kandev.db"
-	demoStorePath     = "testdata/demo/kandev-demo.db"
 	envSource         = config.EnvSource
 	envWarehouse      = config.EnvWarehouse
+	// whyDemo is resolveSource's reason for the bundled demo store.
+	whyDemo = "demo"
 )
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -41,22 +44,39 @@ warehouse.duckdb.
 
 Installations come from, in order: --source (one store); $` + envSource + `;
 the config file's [[installation]] blocks (--config or $KANDEV_EXTRACT_CONFIG);
-Kandev's default store ` + kandevDefaultPath + ` if it exists; else the
-bundled demo store ` + demoStorePath + ` (when run from the repository).
+Kandev's default store ` + kandevDefaultPath + ` if it exists; else the demo
+store bundled in this binary (installation "demo"; written read-only to
+kandev-extract/` + demo.FileName + ` in the user's cache directory, e.g.
+~/.cache on Linux, and read from there), so 'kandev-extract run' works from
+any directory.
 
 A source is a SQLite file path or a PostgreSQL URL/DSN. Passwords in a DSN
 are never printed or written; prefer PGPASSWORD, ~/.pgpass or source_env.
+'kandev-extract check' tests the sources and says what a run would do,
+writing nothing.
 
 One failing installation does not stop the others: its previous data stays
-current and the failure is recorded in the runs table.
+current and the failure is recorded in the runs table. A source that cannot
+be opened or read for an installation the warehouse does not know yet fails
+before anything is written for it: no manifest, no empty installation, and
+no warehouse directory when nothing else runs.
+
+On a terminal a progress line names each phase (the table being read with
+its rows against the source's own count, writer health, publish, rebuild),
+with the read rate and an ETA; the summary follows on stdout. With JSON
+logs (--log-format json, or auto when stderr is not a terminal, as under
+cron) there is no progress line and no summary on stdout: the summary is a
+"run summary" log record per installation. --quiet prints warnings and
+errors only.
 
 Exit status: 0 when every installation committed, 1 when any failed,
-2 on a usage or configuration error, 75 when another run holds the
-warehouse (retry later, or pass --wait).`,
+2 on a usage or configuration error (an unknown --log-format value
+included) or a source refused (bound to another store: --rebind), 75 when
+another run holds the warehouse (retry later, or pass --wait).`,
 		Example: `  kandev-extract run
   kandev-extract run --source ~/.kandev/data/kandev.db --warehouse /srv/kandev-wh --installation laptop
   kandev-extract run --source 'postgres://kandev_reader@db.internal:5432/kandev' --installation team
-  kandev-extract run --config /etc/kandev-extract.toml --wait 10m`,
+  kandev-extract run --config /etc/kandev-extract.toml --wait 10m --quiet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRun(cmd, g, s)
@@ -74,38 +94,187 @@ func runRun(cmd *cobra.Command, g *globals, s *settings) error {
 	g.applyConfig(cfg)
 	log := g.logger()
 	for _, in := range installs {
-		log.Info("installation", "installation", in.Name, "source", redact(in.Source), "chosen_because", why)
+		log.Info("installation", "installation", in.Name, "source", extract.PrintableLocation(in.Source), "chosen_because", why)
 	}
-	res, err := runOnce(cmd.Context(), g, cfg, installs, s.wait)
+	res, err := runOnce(cmd.Context(), g, runCall{cfg: cfg, installs: installs, wait: s.wait, demo: why == whyDemo, interactive: true})
 	if err != nil {
 		return err
 	}
-	printSummary(g.stdout, cfg.Warehouse, res)
+	if g.showSummary() {
+		printSummary(g.stdout, cfg.Warehouse, res)
+	} else {
+		logSummary(log, res)
+	}
+	return runExit(res)
+}
+
+// runExit is a finished run's exit status: 2 when a source was refused
+// (bound to another store, an unreadable DSN: the operator's to fix), 1
+// when an installation failed, else 0.
+func runExit(res pipeline.Result) error {
+	for _, o := range res.Outcomes {
+		if refused(o.Err) {
+			return &exitError{code: exitUsage, err: fmt.Errorf("installation %s: %w", o.Installation, o.Err)}
+		}
+	}
+	if res.Failed() && res.RunID == "" {
+		// Nothing ran: every installation failed before anything was
+		// written for it.
+		var errs []error
+		for _, o := range res.Outcomes {
+			errs = append(errs, fmt.Errorf("installation %s: %w", o.Installation, o.Err))
+		}
+		return &exitError{code: exitFailure, err: errors.Join(errs...)}
+	}
 	if res.Failed() {
 		return &exitError{code: exitFailure, err: errors.New("one or more installations failed; the warehouse keeps their previous data")}
 	}
 	return nil
 }
 
-// runOnce runs the pipeline with progress on a terminal.
-func runOnce(ctx context.Context, g *globals, cfg config.Config, installs []pipeline.Installation, wait time.Duration) (pipeline.Result, error) {
-	progress := g.progress()
-	res, err := pipeline.Run(ctx, pipeline.Options{
-		Warehouse:     cfg.Warehouse,
-		Installations: installs,
-		Logger:        g.logger(),
-		Retention:     cfg.Retention,
-		WaitLock:      wait,
-		Progress:      progress.update,
-	})
-	progress.done()
+// refused reports whether a run's error is a source refused as a usage
+// error (exit 2).
+func refused(err error) bool {
+	return errors.Is(err, load.ErrSourceChanged) || errors.Is(err, extract.ErrUnsupportedSource) || errors.Is(err, extract.ErrBadDSN)
+}
+
+// runCall is one run of the pipeline from the CLI (run, or a schedule tick).
+type runCall struct {
+	cfg      config.Config
+	installs []pipeline.Installation
+	wait     time.Duration
+	// demo: the one installation reads the bundled demo store, written to
+	// the cache directory first.
+	demo bool
+	// interactive: a progress line may be drawn (run; never schedule).
+	interactive bool
+}
+
+// runOnce checks the sources, then runs the pipeline, with a progress line
+// on a terminal.
+//
+// Every installation the warehouse does not know yet (no manifest, no
+// binding) has its source opened and its keys and schema read first: when
+// that fails, the installation is left out of the run and nothing is
+// written for it — a wrong path or a store that is not Kandev's never
+// becomes an empty installation with a failed run in the warehouse. Its
+// failure is an Outcome like any other (stderr, exit 1). A known
+// installation goes to the pipeline whatever its source does, so a failed
+// attempt is recorded and shown (current_runs.latest_attempt_failed).
+// With the progress line, every source is opened first anyway, for the row
+// counts the line shows as totals.
+func runOnce(ctx context.Context, g *globals, c runCall) (pipeline.Result, error) {
+	log := g.logger()
+	installs := append([]pipeline.Installation(nil), c.installs...)
+	if c.demo && len(installs) == 1 {
+		path, err := demo.Path()
+		if err != nil {
+			return pipeline.Result{}, &exitError{code: exitUsage, err: fmt.Errorf("%w; give --source", err)}
+		}
+		installs[0].Source = path
+	}
+	withBar := c.interactive && g.showProgress()
+	totals := map[string]map[string]int64{}
+	var ready []pipeline.Installation
+	skipped := map[string]error{}
+	for _, in := range installs {
+		known := installationKnown(c.cfg.Warehouse, in.Name)
+		if known && !withBar {
+			ready = append(ready, in)
+			continue
+		}
+		pr, err := probeSource(ctx, in, withBar)
+		switch {
+		case err == nil:
+			totals[in.Name] = pr.totals()
+			ready = append(ready, in)
+		case known || ctx.Err() != nil:
+			ready = append(ready, in)
+		default:
+			err = fmt.Errorf("%w (nothing was written to the warehouse for installation %s, which it does not know yet)", err, in.Name)
+			log.Error("installation failed", "installation", in.Name, "err", err, "recorded", false)
+			skipped[in.Name] = err
+		}
+	}
+	var (
+		res pipeline.Result
+		err error
+	)
+	if len(ready) > 0 {
+		names := make([]string, len(ready))
+		for i, in := range ready {
+			names[i] = in.Name
+		}
+		var bar *progress
+		if withBar {
+			bar = g.newProgress(names, totals)
+			if held, holder, _ := load.LockHolder(c.cfg.Warehouse); held {
+				bar.waiting(holder)
+			}
+		}
+		res, err = pipeline.Run(ctx, pipeline.Options{
+			Warehouse:     c.cfg.Warehouse,
+			Installations: ready,
+			Logger:        log,
+			Retention:     c.cfg.Retention,
+			StaleAfter:    c.cfg.StaleAfter,
+			WaitLock:      c.wait,
+			Progress:      bar.update,
+			Phase:         bar.step,
+		})
+		bar.done()
+	}
+	if len(skipped) > 0 {
+		// In the configured order.
+		byName := map[string]pipeline.Outcome{}
+		for _, o := range res.Outcomes {
+			byName[o.Installation] = o
+		}
+		res.Outcomes = res.Outcomes[:0:0]
+		for _, in := range installs {
+			if e, ok := skipped[in.Name]; ok {
+				res.Outcomes = append(res.Outcomes, pipeline.Outcome{Installation: in.Name, Err: e})
+			} else if o, ok := byName[in.Name]; ok {
+				res.Outcomes = append(res.Outcomes, o)
+			}
+		}
+	}
 	if errors.Is(err, load.ErrLocked) {
 		return res, &exitError{code: exitLocked, err: err}
+	}
+	if errors.Is(err, load.ErrBadWarehouse) {
+		return res, &exitError{code: exitUsage, err: err}
 	}
 	return res, err
 }
 
-// resolveSource applies the documented order and says why it chose.
+// installationKnown reports whether the warehouse has anything of an
+// installation: a binding or a manifest (valid or not). It reads without
+// the lock and creates nothing.
+func installationKnown(warehouse, name string) bool {
+	if b, err := load.ReadBinding(warehouse, name); b != nil || err != nil {
+		return true
+	}
+	set, err := load.ScanManifests(warehouse)
+	if err != nil {
+		return true // unreadable: let the pipeline say why
+	}
+	for _, m := range set.Valid {
+		if m.InstallationID == name {
+			return true
+		}
+	}
+	for _, p := range set.Problems {
+		if p.Installation == name {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveSource applies the documented order and says why it chose. The
+// bundled demo store's source is its Location in the cache directory,
+// written there only when a run uses it (runOnce).
 func resolveSource(flag string) (source, why string, err error) {
 	if flag != "" {
 		return flag, "--source", nil
@@ -116,10 +285,11 @@ func resolveSource(flag string) (source, why string, err error) {
 	if p := extract.ExpandHome(kandevDefaultPath); fileExists(p) {
 		return p, "Kandev's default store", nil
 	}
-	if fileExists(demoStorePath) {
-		return demoStorePath, "demo", nil
+	loc, err := demo.Location()
+	if err != nil {
+		return "", "", fmt.Errorf("no source: give --source (a Kandev SQLite file or PostgreSQL URL); %s does not exist, and %v", kandevDefaultPath, err)
 	}
-	return "", "", fmt.Errorf("no source: give --source (a Kandev SQLite file or PostgreSQL URL); %s does not exist and the demo store %s is not here (run from the repository)", kandevDefaultPath, demoStorePath)
+	return loc, whyDemo, nil
 }
 
 func fileExists(p string) bool {
@@ -146,14 +316,14 @@ func deriveName(source string, demo bool) string {
 	}
 	base := ""
 	if extract.IsPostgres(source) {
-		if u, err := url.Parse(source); err == nil && u.Path != "" {
+		// From the printable form: never from text that may hold a
+		// password.
+		if u, err := url.Parse(extract.PrintableLocation(source)); err == nil && u.Path != "" {
 			base = strings.TrimPrefix(u.Path, "/")
 		}
-		if m := regexp.MustCompile(`dbname=(\S+)`).FindStringSubmatch(source); m != nil {
-			base = m[1]
-		}
 	} else {
-		base = strings.TrimSuffix(filepath.Base(source), filepath.Ext(source))
+		p := extract.PrintableLocation(source)
+		base = strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
 	}
 	base = strings.Trim(nonName.ReplaceAllString(base, "-"), "-._")
 	if base == "" {
@@ -165,38 +335,59 @@ func deriveName(source string, demo bool) string {
 	return base
 }
 
-// redact hides a password in a PostgreSQL URL or keyword DSN.
-func redact(source string) string {
-	if !extract.IsPostgres(source) {
-		return source
-	}
-	return extract.RedactDSN(source)
-}
-
+// printSummary prints a run's summary; every value in it (kandev_version,
+// activation keys, disclosures and errors quote store text) goes through
+// termSafe.
 func printSummary(w io.Writer, warehouse string, res pipeline.Result) {
-	fmt.Fprintf(w, "run %s → %s\n", res.RunID, warehouse)
+	if res.RunID == "" {
+		printSafe(w, "no run: nothing was written to %s\n", warehouse)
+		for _, o := range res.Outcomes {
+			printSafe(w, "\ninstallation %s: FAILED: %v\n", o.Installation, o.Err)
+		}
+		return
+	}
+	printSafe(w, "run %s → %s\n", res.RunID, warehouse)
 	for _, o := range res.Outcomes {
 		if o.Err != nil {
-			fmt.Fprintf(w, "\ninstallation %s: FAILED: %v\n", o.Installation, o.Err)
+			printSafe(w, "\ninstallation %s: FAILED: %v\n", o.Installation, o.Err)
 			continue
 		}
 		p := o.Manifest.Provenance
 		st := o.Facts.State
-		fmt.Fprintf(w, "\ninstallation %s (%s %s, kandev %s)\n", o.Installation, p.SourceDialect, p.SourceLocation, deref(p.KandevVersion))
-		fmt.Fprintf(w, "  activation state: %s; subagent table: %s\n", st.Activation, st.Shape)
+		printSafe(w, "\ninstallation %s (%s %s, kandev %s)\n", o.Installation, p.SourceDialect, p.SourceLocation, deref(p.KandevVersion))
+		printSafe(w, "  activation state: %s; subagent table: %s\n", st.Activation, st.Shape)
 		for _, k := range []models.ActivationKey{st.CaptureSince, st.BackfillThrough, st.ExecutionSince} {
-			fmt.Fprintf(w, "  %-34s %s\n", k.Name+":", describeKey(k))
+			printSafe(w, "  %-34s %s\n", k.Name+":", describeKey(k))
 		}
 		sa := o.Facts.Subagent
-		fmt.Fprintf(w, "  rows: %d subagents (%d live, %d backfill), %d sessions, %d turns; %d refused values\n",
+		printSafe(w, "  rows: %d subagents (%d live, %d backfill), %d sessions, %d turns; %d refused values\n",
 			sa.Rows, sa.Live, sa.Backfill, o.Facts.Sessions.Rows, o.Facts.Turns.Rows, o.Facts.Rejected)
-		fmt.Fprintln(w, "  disclosures:")
+		printlnSafe(w, "  disclosures:")
 		for _, d := range o.Disclosures {
-			fmt.Fprintf(w, "   - [%s] %s\n", d.Rule, d.Text)
+			printSafe(w, "   - [%s] %s\n", d.Rule, d.Text)
 		}
 	}
 	db := filepath.Join(warehouse, "warehouse.duckdb")
-	fmt.Fprintf(w, "\nQuery it:\n  %s query --warehouse %s \"SELECT * FROM fanout_distribution\"\n  duckdb -readonly %s \"SELECT * FROM disclosures\"\n", selfName(), warehouse, db)
+	printSafe(w, "\nQuery it:\n  %s query --warehouse %s \"SELECT * FROM fanout_distribution\"\n  duckdb -readonly %s \"SELECT * FROM disclosures\"\n", selfName(), warehouse, db)
+}
+
+// logSummary is the summary as log records, one per committed
+// installation, for JSON logs (failures are logged where they happen).
+func logSummary(log *slog.Logger, res pipeline.Result) {
+	for _, o := range res.Outcomes {
+		if o.Err != nil {
+			continue
+		}
+		st, sa := o.Facts.State, o.Facts.Subagent
+		rules := make([]string, len(o.Disclosures))
+		for i, d := range o.Disclosures {
+			rules[i] = d.Rule
+		}
+		log.Info("run summary", "installation", o.Installation, "run_id", o.RunID, "activation_state", st.Activation,
+			"subagent_table_shape", st.Shape, "subagent_rows", sa.Rows, "subagent_rows_live", sa.Live, "subagent_rows_backfill", sa.Backfill,
+			"session_rows", o.Facts.Sessions.Rows, "turn_rows", o.Facts.Turns.Rows, "rejected_values", o.Facts.Rejected,
+			"disclosures", rules)
+	}
 }
 
 func describeKey(k models.ActivationKey) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -35,7 +36,7 @@ interruption is recorded in the runs table).`,
 			if !cmd.Flags().Changed("wait") {
 				s.wait = 30 * time.Minute
 			}
-			cfg, installs, _, err := s.resolve(cmd, true)
+			cfg, installs, why, err := s.resolve(cmd, true)
 			if err != nil {
 				return err
 			}
@@ -50,7 +51,8 @@ interruption is recorded in the runs table).`,
 			}
 			job := func() {
 				start := time.Now()
-				res, err := runOnce(cmd.Context(), g, cfg, installs, s.wait)
+				// No progress line under schedule: its logs are JSON lines.
+				res, err := runOnce(cmd.Context(), g, runCall{cfg: cfg, installs: installs, wait: s.wait, demo: why == whyDemo})
 				attrs := []any{"run_id", res.RunID, "duration", time.Since(start).Round(time.Millisecond).String()}
 				switch {
 				case err != nil:
@@ -67,26 +69,31 @@ interruption is recorded in the runs table).`,
 	}
 	s.addSources(cmd)
 	cmd.Flags().StringVar(&s.schedule, "schedule", "", "cron expression (default $"+config.EnvSchedule+", the config, or \""+config.DefaultSchedule+"\")")
-	cmd.Flags().BoolVar(&runNow, "run-now", false, "also run once immediately at start")
+	cmd.Flags().BoolVar(&runNow, "run-now", false, "also run once immediately at start (a run like a tick's: SIGTERM interrupts it cleanly and it is recorded)")
 	return cmd
 }
 
 // schedule runs job on expr until ctx ends, never two at once, and waits
-// for a running job to wind down before returning.
+// for a running job to wind down before returning. The --run-now run goes
+// through the same wrapped job as a tick (so a tick during it is skipped)
+// and is waited for like one: on a signal it is interrupted, records its
+// failure and rebuilds the database before schedule returns.
 func schedule(ctx context.Context, log *slog.Logger, expr string, runNow bool, job func()) error {
 	c := cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.SkipIfStillRunning(cronLogger{log})))
 	id, err := c.AddFunc(expr, job)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	var started sync.WaitGroup // runs started here rather than by cron
 	c.Start()
 	log.Info("schedule started", "schedule", expr, "next", c.Entry(id).Next.Format(time.RFC3339))
 	if runNow {
-		go c.Entry(id).WrappedJob.Run()
+		started.Go(c.Entry(id).WrappedJob.Run)
 	}
 	<-ctx.Done()
 	log.Info("stopping: signal received; a run in progress is abandoned cleanly")
 	<-c.Stop().Done()
+	started.Wait()
 	log.Info("schedule stopped")
 	return nil
 }

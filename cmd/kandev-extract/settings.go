@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev-extract/config"
+	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
 )
@@ -19,6 +20,8 @@ type settings struct {
 	config, source, warehouse, installation, schedule string
 	retention                                         int
 	wait                                              time.Duration
+	connectTimeout, stallTimeout, staleAfter          time.Duration
+	rebind                                            bool
 }
 
 func (s *settings) addWarehouse(cmd *cobra.Command) {
@@ -32,6 +35,20 @@ func (s *settings) addSources(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&s.installation, "installation", "i", "", "installation name: names --source's installation, or picks one from the config")
 	cmd.Flags().IntVar(&s.retention, "retention", 0, fmt.Sprintf("committed runs kept per installation (default: config, or %d)", config.DefaultRetention))
 	cmd.Flags().DurationVar(&s.wait, "wait", 0, "wait this long for another run holding the warehouse lock (default: fail at once)")
+	cmd.Flags().BoolVar(&s.rebind, "rebind", false, "bind the installation name to this source although it is bound to another store (it moved or was replaced on purpose); disclosed for ever after")
+	s.addSourceTimeouts(cmd)
+	s.addStaleAfter(cmd)
+}
+
+// addSourceTimeouts adds the PostgreSQL timeouts (run, schedule, health).
+func (s *settings) addSourceTimeouts(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&s.connectTimeout, "connect-timeout", 0, "PostgreSQL: bound on connecting (default: config, the DSN's connect_timeout, or 30s)")
+	cmd.Flags().DurationVar(&s.stallTimeout, "stall-timeout", 0, "PostgreSQL: fail when the server sends nothing for this long (default: config, or 10m)")
+}
+
+// addStaleAfter adds the staleness threshold.
+func (s *settings) addStaleAfter(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&s.staleAfter, "stale-after", 0, "data (or, for health, the newest subagent row) older than this is disclosed as stale (default: config, or 36h)")
 }
 
 // resolve returns the effective configuration and installations.
@@ -55,6 +72,10 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	if s.schedule != "" {
 		cfg.Schedule = s.schedule
 	}
+	cfg.ForceTimeouts(s.connectTimeout, s.stallTimeout)
+	if s.staleAfter != 0 {
+		cfg.StaleAfter = s.staleAfter
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, nil, "", &exitError{code: exitUsage, err: err}
 	}
@@ -65,6 +86,13 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	case !needSources:
 	case source != "":
 		why = "--source"
+		if err := extract.CheckSource(source); err != nil {
+			return cfg, nil, "", &exitError{code: exitUsage, err: err}
+		}
+		if cmd.Flags().Changed("source") && extract.InlinePassword(source) {
+			fmt.Fprintln(cmd.ErrOrStderr(), "warning: --source carries a password: other users of this machine can read it in ps and /proc, and it stays in your shell history. "+
+				"Leave it out of the DSN and use PGPASSWORD, ~/.pgpass, or source_env in a config file (docs/postgres.md)")
+		}
 		cfg.Installations = []config.Installation{{Name: firstNonEmpty(name, deriveName(source, false)), Source: source}}
 	case len(cfg.Installations) > 0:
 		why = "config " + cfg.File
@@ -86,7 +114,7 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 			return cfg, nil, "", &exitError{code: exitUsage, err: err}
 		}
 		why = reason
-		cfg.Installations = []config.Installation{{Name: firstNonEmpty(name, deriveName(src, reason == "demo")), Source: src}}
+		cfg.Installations = []config.Installation{{Name: firstNonEmpty(name, deriveName(src, reason == whyDemo)), Source: src}}
 	}
 	ins, err := cfg.Resolve(os.Getenv)
 	if err != nil {
@@ -94,7 +122,14 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	}
 	out := make([]pipeline.Installation, len(ins))
 	for i, in := range ins {
-		out[i] = pipeline.Installation{Name: in.Name, Source: in.Source}
+		if err := extract.CheckSource(in.Source); err != nil {
+			return cfg, nil, "", &exitError{code: exitUsage, err: fmt.Errorf("installation %s: %w", in.Name, err)}
+		}
+		if cfg.File != "" && in.SourceEnv == "" && extract.InlinePassword(in.Source) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: installation %s's source in %s carries a password; prefer source_env or ~/.pgpass\n", in.Name, cfg.File)
+		}
+		out[i] = pipeline.Installation{Name: in.Name, Source: in.Source, ConnectTimeout: in.ConnectTimeout, StallTimeout: in.StallTimeout,
+			Rebind: in.Rebind || s.rebind}
 	}
 	return cfg, out, why, nil
 }

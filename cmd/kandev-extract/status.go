@@ -1,118 +1,482 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev-extract/load"
+	"github.com/kandev/kandev-extract/models"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
 	s := &settings{}
-	var last int
+	var (
+		last   int
+		asJSON bool
+	)
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show installations, their last runs, activation state and disclosures",
-		Long: `Read the warehouse alone (warehouse.duckdb, opened read-only) and show, per
-installation: its last runs (time, outcome, rows, duration), its current
-activation state and writer health, and the disclosures that apply to its
-current data. The source stores are not touched.`,
+		Short: "Show installations, their last runs, data age, activation, health and disclosures",
+		Long: `Read the warehouse alone (warehouse.duckdb, opened read-only, with no access
+to any other file) and show, per installation: the run its current data
+comes from and how old that data is (stale when older than the staleness
+threshold of the run that built the database, --stale-after, default 36h),
+its latest attempt and whether it failed, its last runs (time, outcome,
+rows, duration), its activation state and writer health, and the
+disclosures that apply to its current data; and whether a run is in
+progress (the warehouse lock is held, by "pid N"). The source stores are
+not touched, and the lock is never taken.
+
+--json prints one JSON object per installation, one per line, with the
+same facts (and exit_status, what this installation alone calls for).
+
+Exit status (for a monitor; with several installations, the most urgent):
+  0  every installation's latest attempt committed, its writer health is
+     healthy and its data is fresh
+  1  an installation's latest attempt failed (its previous data is still
+     served: see latest_attempt_error), or the warehouse cannot be read (a
+     broken or unreadable warehouse.duckdb: nothing is printed to stdout
+     then, and the error says why)
+  3, 4, 5, 6, 7  writer health as 'health' exits: shortfall, nothing
+     since activation, not activated, capture_since unparseable, no
+     subagent table (at the installation's latest run)
+  8  data is stale (older than the staleness threshold)
+  9  an activation key changed since the previous run (the
+     activation_key_changed alarm)
+  2  usage error, or no warehouse at --warehouse`,
 		Example: `  kandev-extract status
-  kandev-extract status --warehouse /srv/kandev-wh --last 10`,
+  kandev-extract status --warehouse /srv/kandev-wh --last 10
+  kandev-extract status --json || alert "kandev-extract: exit $?"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, err := s.database(cmd)
 			if err != nil {
 				return err
 			}
-			return printStatus(cmd, g, path, last)
+			return printStatus(cmd, g, path, last, asJSON)
 		},
 	}
 	s.addWarehouse(cmd)
 	cmd.Flags().IntVarP(&last, "last", "n", 5, "runs to show per installation")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per installation, one per line (for monitors)")
 	return cmd
 }
 
-func printStatus(cmd *cobra.Command, g *globals, path string, last int) error {
-	db, err := sql.Open("duckdb", path+"?access_mode=read_only")
+// installStatus is one installation's status (also its --json).
+type installStatus struct {
+	Installation string `json:"installation"`
+	// CurrentRun is the run every current view reads; null when no run of
+	// the installation is served (it never committed, or none verifies).
+	CurrentRun *statusCurrent `json:"current_run"`
+	// LatestAttempt is the installation's latest recorded run, committed
+	// or failed (by commit sequence, never by clock).
+	LatestAttempt       *statusRun `json:"latest_attempt"`
+	LatestAttemptFailed bool       `json:"latest_attempt_failed"`
+	// DataAgeHours is the age of the current run's snapshot now.
+	DataAgeHours *float64 `json:"data_age_hours"`
+	IsStale      bool     `json:"is_stale"`
+	Activation   *string  `json:"activation_state"`
+	TableShape   *string  `json:"subagent_table_shape"`
+	HealthStatus *string  `json:"health_status"`
+	// Alarms are the current disclosures of severity alarm (an activation
+	// key that changed).
+	Alarms      []string           `json:"alarms,omitempty"`
+	Disclosures []statusDisclosure `json:"disclosures"`
+	Runs        []statusRun        `json:"runs"`
+	// RunInProgress is set while a run holds the warehouse lock.
+	RunInProgress *statusLock `json:"run_in_progress"`
+	// ExitStatus is what this installation alone calls for (see --help).
+	ExitStatus int `json:"exit_status"`
+}
+
+type statusCurrent struct {
+	RunID                  string     `json:"run_id"`
+	FinishedAt             time.Time  `json:"finished_at"`
+	CommitSeq              *int64     `json:"commit_seq"`
+	SnapshotAt             *time.Time `json:"snapshot_at"`
+	NewestSourceActivityAt *time.Time `json:"newest_source_activity_at"`
+}
+
+type statusRun struct {
+	RunID        string    `json:"run_id"`
+	Status       string    `json:"status"`
+	FinishedAt   time.Time `json:"finished_at"`
+	DurationMS   int64     `json:"duration_ms"`
+	SubagentRows *int64    `json:"subagent_rows"`
+	Error        *string   `json:"error"`
+}
+
+type statusDisclosure struct {
+	Rule     string `json:"rule"`
+	Severity string `json:"severity"`
+	Text     string `json:"text"`
+}
+
+type statusLock struct {
+	Holder string `json:"holder"`
+}
+
+// printStatus prints the status, or nothing and an error (exit 1) when
+// any part of the warehouse cannot be read: a broken warehouse.duckdb is
+// never shown as an empty or healthy one.
+func printStatus(cmd *cobra.Command, g *globals, path string, last int, asJSON bool) error {
+	fail := func(err error) error {
+		return &exitError{code: exitFailure, err: fmt.Errorf("status: cannot read the warehouse %s: %w (the next 'kandev-extract run' rebuilds warehouse.duckdb from the run manifests and Parquet files)", path, err)}
+	}
+	ctx := cmd.Context()
+	var lock *statusLock
+	if held, holder, err := load.LockHolder(filepath.Dir(path)); err == nil && held {
+		lock = &statusLock{Holder: holder}
+	}
+	db, err := openWarehouse(ctx, path, false)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	defer db.Close()
-	ctx := cmd.Context()
-	w := g.stdout
-	insts, err := db.QueryContext(ctx, `SELECT DISTINCT installation_id FROM runs ORDER BY 1`)
+	sts, err := readStatus(ctx, db, last)
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
+		return fail(err)
 	}
-	var names []string
-	for insts.Next() {
-		var n string
-		insts.Scan(&n)
-		names = append(names, n)
-	}
-	insts.Close()
-	if len(names) == 0 {
-		fmt.Fprintln(w, "no runs recorded yet")
-		return nil
-	}
-	hasViews := true
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_views() WHERE view_name = 'installations'`).Scan(new(int)); err != nil {
-		hasViews = false
-	}
-	for _, name := range names {
-		fmt.Fprintf(w, "installation %s\n", name)
-		if hasViews {
-			var act, shape, health sql.NullString
-			db.QueryRowContext(ctx, `SELECT i.activation_state, i.subagent_table_shape, h.status
-				FROM installations i LEFT JOIN writer_health h USING (installation_id, run_id) WHERE installation_id = ?`, name).Scan(&act, &shape, &health)
-			if act.Valid {
-				fmt.Fprintf(w, "  activation: %s; subagent table: %s; writer health: %s\n", act.String, shape.String, health.String)
-			} else {
-				fmt.Fprintln(w, "  no committed run: no current data")
-			}
-		}
-		fmt.Fprintln(w, "  last runs:")
-		rows, err := db.QueryContext(ctx, `SELECT run_id, status, finished_at, duration_ms, subagent_rows, coalesce(error, '')
-			FROM runs WHERE installation_id = ? ORDER BY finished_at DESC LIMIT ?`, name, last)
-		if err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
-		for rows.Next() {
-			var run, status, errText string
-			var finished time.Time
-			var ms int64
-			var subagents sql.NullInt64
-			if err := rows.Scan(&run, &status, &finished, &ms, &subagents, &errText); err != nil {
-				rows.Close()
+	var out bytes.Buffer
+	if asJSON {
+		for i := range sts {
+			sts[i].RunInProgress = lock
+			if err := writeJSONLine(&out, sts[i]); err != nil {
 				return err
 			}
-			line := fmt.Sprintf("    %s  %-9s  %s  %6s", run, status, finished.UTC().Format("2006-01-02 15:04:05Z"), (time.Duration(ms) * time.Millisecond).Round(time.Millisecond))
-			if subagents.Valid {
-				line += fmt.Sprintf("  %d subagent rows", subagents.Int64)
-			}
-			if errText != "" {
-				line += "  error: " + firstLineOf(errText)
-			}
-			fmt.Fprintln(w, line)
 		}
-		rows.Close()
-		if hasViews {
-			rows, err := db.QueryContext(ctx, `SELECT rule, text FROM disclosures WHERE installation_id = ? ORDER BY rule`, name)
-			if err == nil {
-				fmt.Fprintln(w, "  disclosures:")
-				for rows.Next() {
-					var rule, text string
-					rows.Scan(&rule, &text)
-					fmt.Fprintf(w, "   - [%s] %s\n", rule, text)
-				}
-				rows.Close()
+	} else {
+		writeStatus(&out, sts, lock)
+	}
+	if _, err := g.stdout.Write(out.Bytes()); err != nil {
+		return err
+	}
+	if code := statusExit(sts); code != exitOK {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// statusExit is the exit status for the installations: 1 when a latest
+// attempt failed, else the most urgent health status's code, stale data
+// counting as health's stale (8).
+func statusExit(sts []installStatus) int {
+	worst, rank := exitOK, 0
+	for _, st := range sts {
+		if st.ExitStatus == exitFailure {
+			return exitFailure
+		}
+		for status, code := range healthExit {
+			if code == st.ExitStatus && code != 0 && healthRank[status] > rank {
+				worst, rank = code, healthRank[status]
 			}
 		}
 	}
-	return nil
+	return worst
+}
+
+// exitFor is one installation's exit status.
+func (st installStatus) exitFor() int {
+	if st.LatestAttemptFailed {
+		return exitFailure
+	}
+	worst := models.HealthHealthy
+	consider := func(s models.HealthStatus) {
+		if healthRank[s] > healthRank[worst] {
+			worst = s
+		}
+	}
+	if len(st.Alarms) > 0 {
+		consider(models.HealthKeyChanged)
+	}
+	if st.HealthStatus != nil {
+		consider(models.HealthStatus(*st.HealthStatus))
+	}
+	if st.IsStale {
+		consider(models.HealthStale)
+	}
+	return healthExit[worst]
+}
+
+// readStatus reads every installation's status from the warehouse. A
+// warehouse built before a view existed shows what it has (no current
+// run, no health) rather than failing.
+func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, error) {
+	names, err := textColumn(ctx, db, `SELECT DISTINCT installation_id FROM runs ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	has := func(view string) (bool, error) {
+		var n int
+		err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND NOT internal`, view).Scan(&n)
+		return n > 0, err
+	}
+	hasViews, err := has("installations")
+	if err != nil {
+		return nil, err
+	}
+	hasCurrent, err := has("current_runs")
+	if err != nil {
+		return nil, err
+	}
+	var orderCols int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_columns() WHERE table_name = 'runs' AND column_name = 'run_order'`).Scan(&orderCols); err != nil {
+		return nil, err
+	}
+	order := "finished_at DESC"
+	if orderCols > 0 {
+		order = "run_order DESC NULLS LAST, finished_at DESC"
+	}
+	var out []installStatus
+	for _, name := range names {
+		st := installStatus{Installation: name, Disclosures: []statusDisclosure{}, Runs: []statusRun{}}
+		if hasCurrent {
+			var c statusCurrent
+			var la statusRun
+			var age sql.NullFloat64
+			var seq sql.NullInt64
+			var snap, newest sql.NullTime
+			err := db.QueryRowContext(ctx, `SELECT run_id, finished_at, commit_seq, snapshot_at, newest_source_activity_at,
+					latest_attempt_run_id, latest_attempt_status, latest_attempt_finished_at, latest_attempt_error,
+					latest_attempt_failed, data_age_hours, is_stale
+				FROM current_runs WHERE installation_id = ?`, name).Scan(&c.RunID, &c.FinishedAt, &seq, &snap, &newest,
+				&la.RunID, &la.Status, &la.FinishedAt, &la.Error, &st.LatestAttemptFailed, &age, &st.IsStale)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return nil, err
+			default:
+				c.FinishedAt = c.FinishedAt.UTC()
+				if seq.Valid {
+					c.CommitSeq = &seq.Int64
+				}
+				if snap.Valid {
+					t := snap.Time.UTC()
+					c.SnapshotAt = &t
+				}
+				if newest.Valid {
+					t := newest.Time.UTC()
+					c.NewestSourceActivityAt = &t
+				}
+				if age.Valid {
+					st.DataAgeHours = &age.Float64
+				}
+				la.FinishedAt = la.FinishedAt.UTC()
+				st.CurrentRun, st.LatestAttempt = &c, &la
+			}
+		}
+		rows, err := db.QueryContext(ctx, `SELECT run_id, status, finished_at, duration_ms, subagent_rows, error
+			FROM runs WHERE installation_id = ? ORDER BY `+order+` LIMIT ?`, name, max(last, 1))
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var r statusRun
+			var sub sql.NullInt64
+			var ms sql.NullInt64
+			if err := rows.Scan(&r.RunID, &r.Status, &r.FinishedAt, &ms, &sub, &r.Error); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			r.FinishedAt = r.FinishedAt.UTC()
+			r.DurationMS = ms.Int64
+			if sub.Valid {
+				r.SubagentRows = &sub.Int64
+			}
+			st.Runs = append(st.Runs, r)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+		if st.CurrentRun == nil {
+			// Nothing served: the latest attempt is the latest run there is,
+			// and it did not become current.
+			if len(st.Runs) > 0 {
+				r := st.Runs[0]
+				st.LatestAttempt = &statusRun{RunID: r.RunID, Status: r.Status, FinishedAt: r.FinishedAt, Error: r.Error}
+				st.LatestAttemptFailed, st.IsStale = true, true
+			}
+		} else {
+			for _, r := range st.Runs {
+				if r.RunID == st.LatestAttempt.RunID {
+					st.LatestAttempt.DurationMS, st.LatestAttempt.SubagentRows = r.DurationMS, r.SubagentRows
+				}
+			}
+		}
+		if len(st.Runs) > last {
+			st.Runs = st.Runs[:last]
+		}
+		if hasViews {
+			var act, shape, health sql.NullString
+			err := db.QueryRowContext(ctx, `SELECT i.activation_state, i.subagent_table_shape, h.status
+				FROM installations i LEFT JOIN writer_health h USING (installation_id, run_id) WHERE installation_id = ?`, name).Scan(&act, &shape, &health)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return nil, err
+			default:
+				st.Activation, st.TableShape, st.HealthStatus = nullable(act), nullable(shape), nullable(health)
+			}
+			rows, err := db.QueryContext(ctx, `SELECT rule, severity, text FROM disclosures WHERE installation_id = ? ORDER BY rule`, name)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var d statusDisclosure
+				var sev sql.NullString
+				if err := rows.Scan(&d.Rule, &sev, &d.Text); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				d.Severity = sev.String
+				st.Disclosures = append(st.Disclosures, d)
+				if d.Severity == "alarm" {
+					st.Alarms = append(st.Alarms, d.Rule)
+				}
+			}
+			err = rows.Err()
+			rows.Close()
+			if err != nil {
+				return nil, err
+			}
+		}
+		st.ExitStatus = st.exitFor()
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func nullable(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+// writeStatus prints the status for people; every value quoting warehouse
+// or store text goes through termSafe (printSafe).
+func writeStatus(w io.Writer, sts []installStatus, lock *statusLock) {
+	if lock != nil {
+		printSafe(w, "run in progress: the warehouse lock is held (%s); what follows is the last rebuilt state\n\n", lock.Holder)
+	}
+	if len(sts) == 0 {
+		printlnSafe(w, "no runs recorded yet")
+		return
+	}
+	const stamp = "2006-01-02 15:04:05Z"
+	for i, st := range sts {
+		if i > 0 {
+			printlnSafe(w)
+		}
+		printSafe(w, "installation %s\n", st.Installation)
+		switch c := st.CurrentRun; {
+		case c == nil:
+			printlnSafe(w, "  data:       none served (no committed run whose files verify): no current data")
+		default:
+			snap := "unknown"
+			if c.SnapshotAt != nil {
+				snap = c.SnapshotAt.Format(stamp)
+			}
+			age := ""
+			if st.DataAgeHours != nil {
+				age = fmt.Sprintf(", %s old", hoursText(*st.DataAgeHours))
+			}
+			stale := ""
+			if st.IsStale {
+				stale = "  STALE"
+			}
+			printSafe(w, "  data:       run %s, snapshot %s%s%s\n", c.RunID, snap, age, stale)
+		}
+		if la := st.LatestAttempt; la != nil {
+			if st.LatestAttemptFailed {
+				e := ""
+				if la.Error != nil {
+					e = ": " + firstLineOf(*la.Error)
+				}
+				printSafe(w, "  latest:     run %s %s at %s, did not become current%s\n", la.RunID, strings.ToUpper(la.Status), la.FinishedAt.Format(stamp), e)
+			} else {
+				printSafe(w, "  latest:     run %s %s at %s\n", la.RunID, la.Status, la.FinishedAt.Format(stamp))
+			}
+		}
+		if st.Activation != nil || st.HealthStatus != nil {
+			printSafe(w, "  activation: %s; subagent table: %s; writer health: %s\n", deref(st.Activation), deref(st.TableShape), deref(st.HealthStatus))
+		}
+		printlnSafe(w, "  last runs:")
+		for _, r := range st.Runs {
+			printSafe(w, "    %s  %-9s  %s  %6s", r.RunID, r.Status, r.FinishedAt.Format(stamp), (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Millisecond).String())
+			if r.SubagentRows != nil {
+				printSafe(w, "  %d subagent rows", *r.SubagentRows)
+			}
+			if r.Error != nil && *r.Error != "" {
+				printSafe(w, "  error: %s", firstLineOf(*r.Error))
+			}
+			printlnSafe(w)
+		}
+		if len(st.Disclosures) > 0 {
+			printlnSafe(w, "  disclosures:")
+			for _, d := range st.Disclosures {
+				printSafe(w, "   - [%s] %s\n", d.Rule, d.Text)
+			}
+		}
+	}
+	if code := statusExit(sts); code != exitOK {
+		printSafe(w, "\nexit status %d: %s\n", code, exitMeaning(code))
+	}
+}
+
+func exitMeaning(code int) string {
+	if code == exitFailure {
+		return "an installation's latest attempt failed"
+	}
+	for s, c := range healthExit {
+		if c == code {
+			if s == models.HealthStale {
+				return "data is stale"
+			}
+			return "writer health: " + string(s)
+		}
+	}
+	return ""
+}
+
+// hoursText is an age in hours for people: 3.2 h, 2 d 4 h.
+func hoursText(h float64) string {
+	if h < 0 {
+		h = 0
+	}
+	if h < 48 {
+		return fmt.Sprintf("%.1f h", h)
+	}
+	return fmt.Sprintf("%d d %d h", int(h)/24, int(h)%24)
+}
+
+// textColumn returns a query's one text column.
+func textColumn(ctx context.Context, db *sql.DB, q string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
 
 func firstLineOf(s string) string {

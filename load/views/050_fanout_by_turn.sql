@@ -2,10 +2,15 @@
 CREATE VIEW fanout_by_turn AS
 SELECT installation_id, run_id, turn_id, session_id, task_id, workflow_step_id_at_start, started_at,
 		subagents_observed, subagents_observed_live, subagents_observed_backfill,
-		fanout, fanout_completeness, capture_window
+		fanout, fanout_completeness, capture_window, distinct_tool_calls, live_backfill_overlap,
+		messages_expected, fanout_lower_bound, writer_shortfall, capture_boundary_ambiguous, unattributed_session_rows
 	FROM dim_turn;
 
 COMMENT ON VIEW fanout_by_turn IS 'Subagent fan-out per turn. fanout is exact (and a true zero is 0) only when fanout_completeness = ''complete''; otherwise it is NULL and subagents_observed is a lower bound or, at 0, UNKNOWN rather than zero.';
-COMMENT ON COLUMN fanout_by_turn.fanout IS 'Exact number of subagents; NULL unless fanout_completeness = ''complete''.';
-COMMENT ON COLUMN fanout_by_turn.fanout_completeness IS 'complete (started at/after capture_since) | lower_bound (before, rows exist) | unknown (before or no boundary, no rows: not zero).';
+COMMENT ON COLUMN fanout_by_turn.fanout IS 'Exact number of subagent invocations (a backfill row duplicating a live row''s tool call counts once); NULL unless fanout_completeness = ''complete''.';
+COMMENT ON COLUMN fanout_by_turn.fanout_lower_bound IS 'Distinct tool calls known from the turn''s rows and its subagent-task messages together: the turn had at least this many subagents.';
+COMMENT ON COLUMN fanout_by_turn.messages_expected IS 'Distinct tool calls named by the turn''s subagent-task messages (messages can be deleted: a lower bound).';
+COMMENT ON COLUMN fanout_by_turn.writer_shortfall IS 'Tool calls of the turn''s messages at or after capture_since with no subagent row (writer health''s shortfall, placed here); NULL when not measured.';
+COMMENT ON COLUMN fanout_by_turn.unattributed_session_rows IS 'Rows of the turn''s session that name no turn of the snapshot: any may belong to this turn, so it is at most lower_bound.';
+COMMENT ON COLUMN fanout_by_turn.fanout_completeness IS 'complete (proven: started at/after capture_since outside its ambiguous second, no writer shortfall, no unplaced row in the session) | lower_bound (rows or messages exist: at least fanout_lower_bound) | unknown (no evidence: not zero).';
 COMMENT ON COLUMN fanout_by_turn.subagents_observed IS 'Rows observed for this turn: always given, but only a lower bound unless complete.';

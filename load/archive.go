@@ -1,0 +1,97 @@
+package load
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kandev/kandev-extract/models"
+)
+
+// Rows deleted from the source between runs are kept in archive tables that
+// every run carries forward: the archive of a run is the previous run's
+// archive plus the rows the previous run had and this one has not. Retention
+// therefore never loses them (only the latest run's archive is needed).
+
+// Archive tables and the table each archives, with its identifying column.
+const (
+	TableArchiveSubagent = "archive_subagent_context"
+	TableArchiveSession  = "archive_session"
+	TableArchiveTurn     = "archive_turn"
+)
+
+// Archived pairs an archive table with the table whose deleted rows it
+// keeps.
+type Archived struct {
+	Archive, Table, IDColumn string
+}
+
+// Archives lists the archive tables.
+var Archives = []Archived{
+	{TableArchiveSubagent, "fact_subagent_context", "subagent_id"},
+	{TableArchiveSession, "dim_session", "session_id"},
+	{TableArchiveTurn, "dim_turn", "turn_id"},
+}
+
+// VerifyRun checks a committed run's files against its manifest (size and
+// SHA-256), as Rebuild does before serving it.
+func VerifyRun(dir string, m models.Manifest) error { return verifyRun(dir, m) }
+
+// RunFile is the path of a committed run's file of a table (derived from
+// the manifest's validated names, never read from it); ok is false when the
+// run has no file for the table.
+func RunFile(dir string, m models.Manifest, table string) (path string, ok bool) {
+	if _, has := m.Files[table]; !has || !isTable(table) {
+		return "", false
+	}
+	return filepath.Join(dir, fileRel(table, m.InstallationID, m.RunID)), true
+}
+
+// ArchiveSource is what one archive table of a run is built from.
+type ArchiveSource struct {
+	Archived
+	// Current is this run's staged (closed) file of Table: it gives the
+	// archive its columns.
+	Current string
+	// Previous and PreviousArchive are the previous run's files ("" when
+	// it has none); DeletedIDs names the temporary table of ids, on the
+	// same connection, of Previous's rows this run no longer has.
+	Previous, PreviousArchive, DeletedIDs string
+	// PreviousRun and PreviousSnapshot flag the newly archived rows.
+	PreviousRun      string
+	PreviousSnapshot string
+}
+
+// WriteArchive writes a run's archive of one table with DuckDB on conn:
+// the previous archive carried forward plus the previous run's rows that
+// were deleted, every row's run_id set to this run, the newly archived ones
+// flagged with the run that detected the deletion and the run (and
+// snapshot) that last saw them. The file gets the run's provenance
+// document like every other file.
+func (s *Staging) WriteArchive(ctx context.Context, conn *sql.Conn, src ArchiveSource, run, provenance string) error {
+	path := s.Path(src.Archive)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	q := `(SELECT *, NULL::VARCHAR AS deleted_detected_run_id, NULL::VARCHAR AS last_seen_run_id, NULL::TIMESTAMPTZ AS last_seen_snapshot_at
+		FROM read_parquet(` + quote(src.Current) + `) LIMIT 0)`
+	if src.Previous != "" && src.DeletedIDs != "" {
+		q += ` UNION ALL BY NAME
+		(SELECT * REPLACE (` + quote(run) + ` AS run_id), ` + quote(run) + ` AS deleted_detected_run_id,
+			run_id AS last_seen_run_id, ` + quote(src.PreviousSnapshot) + `::TIMESTAMPTZ AS last_seen_snapshot_at
+		FROM read_parquet(` + quote(src.Previous) + `, union_by_name = true)
+		WHERE ` + ident(src.IDColumn) + ` IN (SELECT id FROM ` + ident(src.DeletedIDs) + `))`
+	}
+	if src.PreviousArchive != "" {
+		q += ` UNION ALL BY NAME
+		(SELECT * REPLACE (` + quote(run) + ` AS run_id) FROM read_parquet(` + quote(src.PreviousArchive) + `, union_by_name = true))`
+	}
+	copyq := `COPY (` + q + `) TO ` + quote(path) + ` (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384, KV_METADATA {` +
+		quote(ProvenanceKey) + `: ` + quote(provenance) + `})`
+	if _, err := conn.ExecContext(ctx, copyq); err != nil {
+		return fmt.Errorf("archive %s: %w", src.Archive, err)
+	}
+	return nil
+}
