@@ -232,6 +232,10 @@ func TestExecutionIdsTrustedAndRowsRead(t *testing.T) {
 	if got := fmt.Sprint(p.Tables["fact_writer_health"].RowsRead, "|", p.Tables["fact_installation_state"].RowsRead); got != messages+"|"+metaRows {
 		t.Errorf("rows_read messages|kandev_meta = %s, want %s|%s", got, messages, metaRows)
 	}
+	// The extractor's version comes from the build, never a bare "dev".
+	if p.ExtractorVersion == "dev" || p.ExtractorVersion == "" || p.ExtractorVersion != ExtractorVersion() {
+		t.Errorf("extractor_version %q (build says %q)", p.ExtractorVersion, ExtractorVersion())
+	}
 }
 
 func atoi(s string) int {

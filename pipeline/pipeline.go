@@ -514,7 +514,7 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 		}
 	}()
 	open := func(table, source string, schema *arrow.Schema) (*output, error) {
-		f, err := load.CreateParquet(stage.Path(table), schema, "kandev-extract "+Version)
+		f, err := load.CreateParquet(stage.Path(table), schema, "kandev-extract "+ExtractorVersion())
 		if err != nil {
 			return nil, err
 		}
@@ -716,7 +716,7 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 		return fail(err)
 	}
 	if err := transform.WriteInstallation(tctx, outs[transform.TableInstallation].b, transform.InstallationRow{
-		SnapshotAt: snap.At(), Dialect: src.Dialect(), Location: src.Location(), ExtractorVersion: Version, Facts: facts,
+		SnapshotAt: snap.At(), Dialect: src.Dialect(), Location: src.Location(), ExtractorVersion: ExtractorVersion(), Facts: facts,
 	}); err != nil {
 		return fail(err)
 	}
@@ -742,7 +742,7 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 		RunID: runID, InstallationID: in.Name,
 		SourceDialect: src.Dialect(), SourceLocation: src.Location(), SourceFingerprint: identity.Fingerprint,
 		KandevVersion: state.KandevVersion, SnapshotAt: snap.At(),
-		ExtractorVersion: Version, SchemaVersion: models.SchemaVersion,
+		ExtractorVersion: ExtractorVersion(), SchemaVersion: models.SchemaVersion,
 		RawKeys: map[string]*string{
 			models.KeyCaptureSince:    state.CaptureSince.Raw,
 			models.KeyBackfillThrough: state.BackfillThrough.Raw,
