@@ -433,21 +433,30 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 	}
 	// timestamp without time zone is read as is: its wall clock is UTC by
 	// Kandev's contract, and no session TimeZone is ever applied to it.
-	have := columnSet(cols)
 	types, err := p.pgColumnTypes(ctx, spec.Name)
 	if err != nil {
 		return err
 	}
-	capped, lengths, plan := capSpec(spec, have, pgCap(types))
-	list, err := selectList(p.src.location, capped, have, func(c string) string { return c })
+	q, plan, err := pgScanSQL(p.src.location, spec, cols, types)
 	if err != nil {
 		return err
+	}
+	return p.stream(ctx, spec.Name, q, nil, plan.wrap(fn))
+}
+
+// pgScanSQL is the statement the PostgreSQL reader runs for spec on a
+// table with the given columns and column types.
+func pgScanSQL(source string, spec models.TableSpec, cols []string, types map[string]pgColumnType) (string, capPlan, error) {
+	have := columnSet(cols)
+	capped, lengths, plan := capSpec(spec, have, pgCap(types))
+	list, err := selectList(source, capped, have, func(c string) string { return c })
+	if err != nil {
+		return "", plan, err
 	}
 	if lengths != "" {
 		list += ", " + lengths
 	}
-	q := strings.NewReplacer(models.SQLiteNotIndexed, "", models.SQLiteNoFlatten, "").Replace("SELECT " + list + fromClause(spec, have))
-	return p.stream(ctx, spec.Name, q, nil, plan.wrap(fn))
+	return strings.NewReplacer(models.SQLiteNotIndexed, "", models.SQLiteNoFlatten, "").Replace("SELECT " + list + fromClause(spec, have)), plan, nil
 }
 
 func (p *pgSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {

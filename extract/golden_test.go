@@ -1,0 +1,120 @@
+package extract
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev-extract/internal/pgtest"
+	"github.com/kandev/kandev-extract/internal/testkit"
+	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/transform"
+)
+
+// The SQL each dialect runs, rendered against the real fixture schemas and
+// kept under testdata/sql/<dialect>/ so a reviewer reads what runs, and a
+// change to it shows in the diff. `go test ./extract -run TestRenderedSQL
+// -update` rewrites the files.
+var update = flag.Bool("update", false, "rewrite the golden SQL files")
+
+// readable breaks the one-line scans at their select items and joins (the
+// files are for reading; what runs is the unbroken text).
+var readable = strings.NewReplacer(", CASE ", ",\n\tCASE ", ", COALESCE(", ",\n\tCOALESCE(", " LEFT JOIN ", "\nLEFT JOIN ",
+	` FROM "`, "\nFROM \"")
+
+func goldenSpecs() map[string]models.TableSpec {
+	return map[string]models.TableSpec{
+		"task_session_subagents": transform.SubagentSpec(),
+		"task_sessions":          transform.SessionSpec(true),
+		"task_session_turns":     transform.TurnSpec(true),
+		"tasks":                  transform.TaskSpec(),
+		"workflows":              transform.WorkflowSpec(),
+		"workflow_steps":         transform.WorkflowStepSpec(),
+	}
+}
+
+func checkGolden(t *testing.T, dialect, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "sql", dialect, name+".sql")
+	got = strings.TrimSpace(readable.Replace(got)) + "\n"
+	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s: the rendered SQL differs from %s (run `go test ./extract -run TestRenderedSQL -update` and review the diff)", name, path)
+	}
+}
+
+func TestRenderedSQLSQLite(t *testing.T) {
+	ctx := context.Background()
+	src, err := OpenSQLite(ctx, testkit.Fixture(t, "fresh-activated.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	snap, err := src.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	for table, spec := range goldenSpecs() {
+		cols, err := snap.Columns(ctx, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := SQLiteScanSQL(spec, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "sqlite", "scan_"+table, q)
+	}
+	checkGolden(t, "sqlite", "writer_health", sqliteHealth)
+	checkGolden(t, "sqlite", "message_evidence", fmt.Sprintf(sqliteEvidence, "<rows: the subagent rows' bounded ids>", "<found: a row observed at or after ?1>"))
+}
+
+func TestRenderedSQLPostgres(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.Shared(t)
+	db := pgtest.NewDatabase(t, c, testkit.Fixture(t, "fresh-activated.pg.sql"))
+	src, err := OpenPostgres(ctx, c.DSN(db), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	s, err := src.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	snap := s.(*pgSnapshot)
+	for table, spec := range goldenSpecs() {
+		cols, err := snap.Columns(ctx, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types, err := snap.pgColumnTypes(ctx, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _, err := pgScanSQL("", spec, cols, types)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "postgres", "scan_"+table, q)
+	}
+	checkGolden(t, "postgres", "writer_health", fmt.Sprintf(pgHealth, "<exclusion of messages whose metadata is not JSON, after a failed first try>"))
+	checkGolden(t, "postgres", "message_evidence", fmt.Sprintf(pgEvidence, "<exclusion of messages whose metadata is not JSON, after a failed first try>",
+		"<rows: the subagent rows' ids>", "<found: a row observed at or after $1>"))
+}
