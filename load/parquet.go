@@ -38,12 +38,10 @@ const ProvenanceKey = "kandev_extract.provenance"
 const DefaultRowGroupRows = 128 * 1024
 
 // DataPageBytes is the target size of a data page before compression.
-// arrow-go's default is 1 MiB; at 64 KiB the fact writer was ~20 % faster
-// and allocated half as much (zstd works on inputs that stay in cache), for
-// files ~4 % larger (docs/benchmarks.md, change 8); at 32 KiB, once the
-// rest of the writer got faster, another ~10 % (change 11: the per-page
-// buffers every column writer grows afresh in each row group are smaller),
-// with files the same size.
+// arrow-go's default is 1 MiB; smaller pages keep zstd's input in cache and
+// the per-page buffers every column writer grows afresh in each row group
+// small: measured faster and leaner with files of about the same size
+// (docs/benchmarks.md).
 const DataPageBytes = 32 << 10
 
 // ZstdLevel is the zstd level of every column: 1, the fastest encoder
@@ -54,8 +52,7 @@ const ZstdLevel = 1
 // repeat only a few times in a row group (task and session ids: ~1,600
 // distinct in a 16Ki-row fact batch): dictionary encoding only costs
 // hashing there, plus a large dictionary page in the row group's serial
-// close; zstd finds the repeats of a plain column as well (docs/benchmarks.md,
-// change 11).
+// close; zstd finds the repeats of a plain column as well.
 var highCardinality = map[string]bool{
 	"subagent_id": true, "tool_call_id": true, "parent_tool_call_id": true,
 	"agent_execution_id": true, "execution_id": true, "turn_id": true,
@@ -466,8 +463,8 @@ type dictionaryEncoder interface {
 // statistics taken from the dictionary. This is pqarrow's path for an
 // Arrow dictionary array minus its statistics step: pqarrow does not know
 // that every entry is used, and finds the used ones with an Arrow compute
-// "unique" over the indices (a fifth of the fact writer's time,
-// docs/benchmarks.md change 11); stringDictionary's entries are exactly the
+// "unique" over the indices (a fifth of the fact writer's time when
+// measured); stringDictionary's entries are exactly the
 // values present. It reports false, having written nothing, when the
 // writer is not dictionary encoding: the caller writes the plain strings.
 func writeDictionary(cw file.ColumnChunkWriter, in *columnInput) (bool, error) {

@@ -214,7 +214,7 @@ func TestParquetWriterEncodings(t *testing.T) {
 	testkit.EqualSets(t, "column chunks", got, want)
 	// Only the encodings every mainstream reader decodes: older Spark,
 	// Polars and others refuse DELTA_* and BYTE_STREAM_SPLIT pages, and BI
-	// teams take these files (docs/benchmarks.md, change 12).
+	// teams take these files.
 	if odd := testkit.RowsOf(t, db, `SELECT DISTINCT path_in_schema, encodings FROM parquet_metadata(?)
 		WHERE regexp_replace(encodings, '(PLAIN_DICTIONARY|RLE_DICTIONARY|PLAIN|RLE|BIT_PACKED|[ ,])', '', 'g') <> ''`, path); len(odd) > 0 {
 		t.Errorf("columns with other encodings than PLAIN, RLE and dictionaries: %q", odd)

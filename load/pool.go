@@ -12,7 +12,7 @@ import (
 // group is freed when the row group is written) and hands them out again
 // for the next row group. With Go's allocator each row group's buffers
 // were fresh memory, cleared and then collected: a tenth of the writer's
-// time (docs/benchmarks.md, change 11). Buffers of a power-of-two class
+// time when measured. Buffers of a power-of-two class
 // from minPooled to maxPooled bytes are pooled; sync.Pool drops what is
 // not reused by the next garbage collections, so the pool does not hold
 // memory a finished file no longer needs.

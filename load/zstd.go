@@ -11,7 +11,7 @@ import (
 // Parquet pages are compressed with libzstd (the reference C library,
 // through github.com/DataDog/zstd) instead of arrow-go's pure-Go encoder:
 // on the fact table's pages level 1 is 2.6× as fast with a slightly better
-// ratio (docs/benchmarks.md, change 9), and zstd was two thirds of the
+// ratio when measured, and zstd was two thirds of the
 // writer's CPU. The frames are standard zstd; decoding stays arrow-go's.
 // arrow-go's compress.RegisterCodec exists for exactly this, called from an
 // init function.
