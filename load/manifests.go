@@ -139,6 +139,16 @@ func readManifest(path, inst, run string) (m models.Manifest, refused bool, err 
 	if err != nil {
 		return m, false, err
 	}
+	return ParseManifest(b, inst, run)
+}
+
+// MaxManifestBytes bounds what is read of one manifest.
+const MaxManifestBytes = maxManifestBytes
+
+// ParseManifest decodes and validates the bytes of a manifest found at
+// _runs/<inst>/<run>.json (in a warehouse or a bucket's landing area);
+// refused is true for a manifest of an unknown (newer) version.
+func ParseManifest(b []byte, inst, run string) (m models.Manifest, refused bool, err error) {
 	if len(b) > maxManifestBytes {
 		return m, false, fmt.Errorf("larger than %d bytes", maxManifestBytes)
 	}
@@ -163,6 +173,12 @@ func readManifest(path, inst, run string) (m models.Manifest, refused bool, err 
 		return m, false, err
 	}
 	return m, false, nil
+}
+
+// ValidateManifest checks that m is a manifest this build could have
+// written at _runs/<inst>/<run>.json.
+func ValidateManifest(m models.Manifest, inst, run string) error {
+	return validateManifest(m, inst, run)
 }
 
 // validateManifest checks that m is a manifest this build could have written

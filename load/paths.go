@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kandev/kandev-extract/models"
 )
 
 // Every path the warehouse creates, overwrites or deletes is built here from
@@ -23,6 +25,41 @@ var errOutside = errors.New("refused: would leave the warehouse")
 
 // isTable reports whether name is one of the tables this build publishes.
 func isTable(name string) bool { return slices.Contains(baseTables, name) }
+
+// IsTable reports whether name is one of the tables this build publishes.
+func IsTable(name string) bool { return isTable(name) }
+
+// BaseTables lists the tables this build publishes.
+func BaseTables() []string { return slices.Clone(baseTables) }
+
+// PartFile is the one file of a table's run partition.
+const PartFile = partFile
+
+// FileRel is a table's run file relative to a warehouse (or a bucket's
+// landing area), with forward slashes, built from names the caller has
+// validated (ValidName).
+func FileRel(table, installation, run string) string {
+	return filepath.ToSlash(fileRel(table, installation, run))
+}
+
+// OpenRunFile opens a committed run's file of a table for reading,
+// reached from the warehouse through real directories only and refusing a
+// symbolic link.
+func OpenRunFile(dir string, m models.Manifest, table string) (*os.File, error) {
+	if !isTable(table) || ValidName(m.InstallationID) != nil || ValidName(m.RunID) != nil {
+		return nil, fmt.Errorf("not a run file: %q of %q/%q", table, m.InstallationID, m.RunID)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &Warehouse{Dir: abs}
+	p, err := w.inside(fileRel(table, m.InstallationID, m.RunID), false)
+	if err != nil {
+		return nil, err
+	}
+	return openNoFollow(p)
+}
 
 // partitionRel is the Hive-style directory of one table's run partition,
 // relative to the warehouse.

@@ -11,20 +11,27 @@ import (
 // rows (which values are exact, lower bounds, unknown or small samples),
 // then drawn by plots.go.
 
-// Which disclosure rules apply to which chart.
+// Which disclosure rules apply to which chart; a rule no chart names
+// applies to the installation as a whole (the Disclosures section says so).
 var (
 	boundaryRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "capture_boundary",
-		"second_precision_boundary", "partial_key_pair", "backfill_provenance", "deletions", "stale_data"}
-	cardRules   = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "capture_boundary", "backfill_provenance", "stale_data"}
-	usageRules  = []string{"feature_absent", "unmeasured_usage", "backfill_provenance", "stale_data"}
-	healthRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "writer_health", "activation_key_changed", "stale_data"}
+		"second_precision_boundary", "capture_boundary_ambiguous_activity", "partial_key_pair", "backfill_provenance",
+		"live_backfill_overlap", "writer_shortfall_turns", "messages_lower_bound", "unattributed_rows", "deletions", "stale_data"}
+	cardRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "capture_boundary", "second_precision_boundary",
+		"capture_boundary_ambiguous_activity", "backfill_provenance", "writer_shortfall_turns", "messages_lower_bound", "unattributed_rows", "deletions", "stale_data"}
+	usageRules  = []string{"feature_absent", "unmeasured_usage", "backfill_provenance", "live_backfill_overlap", "rejects", "deletions", "stale_data"}
+	healthRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "writer_health", "writer_shortfall_turns", "activation_key_changed", "stale_data"}
 )
 
 // fanoutCap is the last k with a slot of its own; larger fan-outs share a
 // "≥ fanoutCap" slot, so slots stay wide enough to read.
 const fanoutCap = 40
 
-func fanoutChart(in *Installation, id string) Chart {
+func fanoutChart(in *Installation, id string, missing bool) Chart {
+	if missing {
+		return Chart{ID: id, Title: "Fan-out distribution: turns by subagents per turn", reading: []string{"read-exact"}, rules: boundaryRules,
+			Caption: "This warehouse has no fanout_by_turn view: run kandev-extract again (the fan-out is not shown, which is not a fan-out of zero)."}
+	}
 	exact, lower := map[int64]int64{}, map[int64]int64{}
 	var nExact, nLower, nUnknown, lowerBackfillOnly, lowerMixed, exactBackfill int64
 	other := map[string]int64{}
@@ -255,7 +262,7 @@ func contextsChart(in *Installation, id string, missing bool) Chart {
 		return c
 	}
 	panels := []hpanel{
-		{title: fmt.Sprintf("Over complete cards only (%s of %s cards): sessions and contexts per card over the same cards, exact", inum(nComplete), inum(cards)), groups: complete},
+		{title: fmt.Sprintf("Complete cards only (%s of %s): sessions and contexts per card over the same cards, exact", inum(nComplete), inum(cards)), groups: complete},
 	}
 	if nLower+nUnknown == 0 {
 		c.Caption = fmt.Sprintf("Per workflow step (each card's current step), over the same cards: all %s cards have complete fan-out, so contexts per card is exact for every step. "+
@@ -265,7 +272,7 @@ func contextsChart(in *Installation, id string, missing bool) Chart {
 		c.Legend = c.Legend[:2:2]
 		c.Legend = append(c.Legend, LegendItem{"sw-small", "average over fewer than 10 cards"})
 	} else {
-		panels = append(panels, hpanel{title: fmt.Sprintf("Over all %s cards: contexts observed are a lower bound (%s cards lower bound, %s unknown)", inum(cards), inum(nLower), inum(nUnknown)), groups: all})
+		panels = append(panels, hpanel{title: fmt.Sprintf("All %s cards: contexts observed are a lower bound (%s cards lower bound, %s unknown)", inum(cards), inum(nLower), inum(nUnknown)), groups: all})
 	}
 	if nLower+nUnknown > 0 {
 		c.Caption = fmt.Sprintf("Per workflow step (each card's current step). Each panel compares averages over the same cards: the top one over the %s cards whose every session has complete fan-out, where contexts per card is exact; "+

@@ -1,10 +1,3 @@
-// Package report renders the warehouse as one self-contained HTML page:
-// inline CSS and inline SVG charts generated here, no script and no
-// external resource, so it opens offline and can be mailed as a file.
-// Every chart says what population it is over and links to the
-// disclosures that apply to its data (unknown vs zero, lower bound vs
-// exact, backfill vs live), which the page lists once, read from the
-// warehouse's own disclosures view. The warehouse is opened read-only.
 package report
 
 import (

@@ -107,7 +107,7 @@ func fanoutPlot(id, title, desc string, slots []fanSlot, nExact, nLower, nUnknow
 				fmt.Fprintf(&s.b, `<polygon class="atleast" points="%s,%s %s,%s %s,%s" fill="%s"/>`,
 					f1(x+barW), f1(yt-4), f1(x+barW+6), f1(yt), f1(x+barW), f1(yt+4), colArrow)
 			}
-			if l := inum(v); textWidth(l, fontPx) <= bw-2 {
+			if l := inum(v); len(slots) <= 16 && textWidth(l, fontPx) <= bw-2 {
 				s.text(xs[i], y(float64(v))-4, "middle", l, ` fill="#333333"`)
 			}
 		}
@@ -308,7 +308,7 @@ func hbarsPlot(id, title, desc, xLabel string, panels []hpanel) template.HTML {
 	maxV, catW, labW := 0.0, 0.0, 0.0
 	for _, p := range panels {
 		for _, g := range p.groups {
-			catW = math.Max(catW, textWidth(clip(g.cat, 28), fontPx))
+			catW = math.Max(catW, textWidth(g.cat, fontPx))
 			for _, b := range g.bars {
 				if b.value != nil {
 					maxV = math.Max(maxV, *b.value)
@@ -355,7 +355,7 @@ func hbarsPlot(id, title, desc, xLabel string, panels []hpanel) template.HTML {
 		y += titleH + 6
 		for _, g := range p.groups {
 			gh := float64(len(g.bars)) * rowH
-			s.text(left-8, y+gh/2+4, "end", clipWidth(clip(g.cat, 28), left-12))
+			s.text(left-8, y+gh/2+4, "end", clipMiddle(g.cat, left-12))
 			for j, b := range g.bars {
 				by := y + float64(j)*rowH
 				if b.value == nil {
@@ -386,7 +386,7 @@ func hbarsPlot(id, title, desc, xLabel string, panels []hpanel) template.HTML {
 	xs := make([]float64, len(ticks))
 	labels := make([]string, len(ticks))
 	for i, t := range ticks {
-		xs[i], labels[i] = x(t), num(t)
+		xs[i], labels[i] = x(t), tick(t)
 	}
 	s.xLabels(xs, labels, plotBot+17, left-20, chartW-padR)
 	s.text((left+right)/2, plotBot+labelH+18, "middle", clipWidth(xLabel, chartW-16), ` font-weight="bold"`)
@@ -438,7 +438,7 @@ func healthPlot(id, title, desc, grainWord string, slots []healthSlot) template.
 		case sl.runs == 0:
 			s.rect(x0, top, bw, bot-top, s.noRunFill(), sl.tip+": no run (no evidence either way)", ` class="norun"`)
 		case sl.shortfall == nil && sl.excess == nil:
-			s.rect(x0, top, bw, bot-top, s.unknownFill(), sl.tip+": not evaluated ("+sl.status+")", ` class="noteval" opacity="0.45"`)
+			s.rect(x0, top, bw, bot-top, s.unknownFill(), sl.tip+": not evaluated ("+sl.status+")", ` class="noteval" opacity="0.8"`)
 		}
 	}
 	for _, se := range []struct {
@@ -446,7 +446,7 @@ func healthPlot(id, title, desc, grainWord string, slots []healthSlot) template.
 		r           float64
 		get         func(healthSlot) *int64
 	}{
-		{"shortfall", colShortfall, 4.5, func(h healthSlot) *int64 { return h.shortfall }},
+		{"shortfall", colShortfall, 5.5, func(h healthSlot) *int64 { return h.shortfall }},
 		{"excess", colExcess, 3, func(h healthSlot) *int64 { return h.excess }},
 	} {
 		var path []string
@@ -465,10 +465,16 @@ func healthPlot(id, title, desc, grainWord string, slots []healthSlot) template.
 			path = append(path, f1(xs[i])+","+f1(y(float64(*v))))
 		}
 		flush()
+		// The shortfall is a ring, the excess a dot: both stay visible
+		// when they are equal.
+		paint := `fill="` + se.color + `"`
+		if se.name == "shortfall" {
+			paint = `fill="#ffffff" stroke="` + se.color + `" stroke-width="2"`
+		}
 		for i, sl := range slots {
 			if v := se.get(sl); v != nil {
-				fmt.Fprintf(&s.b, `<circle class="point" cx="%s" cy="%s" r="%s" fill="%s"%s><title>%s</title></circle>`,
-					f1(xs[i]), f1(y(float64(*v))), f1(se.r), se.color, attr("series", se.name, "period", sl.label, "value", fmt.Sprint(*v)),
+				fmt.Fprintf(&s.b, `<circle class="point" cx="%s" cy="%s" r="%s" %s%s><title>%s</title></circle>`,
+					f1(xs[i]), f1(y(float64(*v))), f1(se.r), paint, attr("series", se.name, "period", sl.label, "value", fmt.Sprint(*v)),
 					esc(fmt.Sprintf("%s: %s %s (status %s, %d runs)", sl.tip, se.name, inum(*v), sl.status, sl.runs)))
 			}
 		}

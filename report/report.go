@@ -52,10 +52,11 @@ type Banner struct {
 // Section is one installation's part of the report.
 type Section struct {
 	*Installation
-	Anchor string
-	Facts  []Fact
-	Note   string
-	Charts []Chart
+	Anchor            string
+	DisclosuresAnchor string
+	Facts             []Fact
+	Note              string
+	Charts            []Chart
 }
 
 // DisclosureItem is one disclosure, listed once, with the charts it
@@ -128,7 +129,8 @@ func Render(w io.Writer, d *Data) error {
 		base := unique("i-" + slug(in.ID))
 		sec := Section{Installation: in, Anchor: base}
 		p.Banners = append(p.Banners, banner(in, "#"+base))
-		g := DisclosureGroup{Inst: in.ID, Anchor: base + "-disclosures"}
+		g := DisclosureGroup{Inst: in.ID, Anchor: unique(base + "-disclosures")}
+		sec.DisclosuresAnchor = g.Anchor
 		for _, x := range in.Disclosures {
 			g.Items = append(g.Items, DisclosureItem{Anchor: unique("d-" + strings.TrimPrefix(base, "i-") + "-" + slug(x.Rule)), Disclosure: x})
 			p.Total++
@@ -141,13 +143,15 @@ func Render(w io.Writer, d *Data) error {
 		}
 		if in.Served {
 			sec.Facts = facts(in)
+			// Every id of the page is unique, whatever the installation
+			// names (slug maps every other character to '-').
 			sec.Charts = []Chart{
-				fanoutChart(in, base+"-fanout"),
-				trendChart(in, base+"-trend", missing("fanout_by_period")),
-				contextsChart(in, base+"-contexts", missing("contexts_per_card")),
-				usageCountChart(in, base+"-usage"),
-				usageTokensChart(in, base+"-tokens"),
-				healthChart(in, base+"-health", missing("writer_health_by_period")),
+				fanoutChart(in, unique(base+"-fanout"), missing("fanout_by_turn")),
+				trendChart(in, unique(base+"-trend"), missing("fanout_by_period")),
+				contextsChart(in, unique(base+"-contexts"), missing("contexts_per_card")),
+				usageCountChart(in, unique(base+"-usage")),
+				usageTokensChart(in, unique(base+"-tokens")),
+				healthChart(in, unique(base+"-health"), missing("writer_health_by_period")),
 			}
 			for i := range sec.Charts {
 				c := &sec.Charts[i]
@@ -206,7 +210,7 @@ func banner(in *Installation, anchor string) Banner {
 	}
 	switch {
 	case f.LatestFailed:
-		b.Level, b.Headline = "failed", "The latest attempt did not become current: this data is older than it ("+age+")"
+		b.Level, b.Headline = "failed", "The latest attempt did not become current: the data shown is from an earlier run (snapshot "+age+" old)"
 	case f.Stale:
 		b.Level, b.Headline = "stale", "Stale data: the snapshot is "+age+" old, older than the staleness threshold"
 	default:
@@ -222,6 +226,13 @@ func banner(in *Installation, anchor string) Banner {
 	}
 	if f.LatestFailed && f.LatestError != "" {
 		b.Facts = append(b.Facts, Fact{"Its error", f.LatestError})
+		// The list of runs not served names it without repeating the error.
+		b.NotServed = append([]RunProblem(nil), b.NotServed...)
+		for i := range b.NotServed {
+			if b.NotServed[i].RunID == f.LatestRunID {
+				b.NotServed[i].Why = "the latest attempt: its error is above"
+			}
+		}
 	}
 	return b
 }
@@ -245,14 +256,20 @@ func facts(in *Installation) []Fact {
 	return out
 }
 
+// slug makes a name safe for an id: every character but ASCII letters and
+// digits becomes '_', so '-' only ever separates the parts of an id and
+// ids derived from two installations cannot collide (two names with the
+// same slug are told apart by a numeric suffix).
 func slug(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '-'
+	var b strings.Builder
+	for _, c := range s {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
 		}
 	}
-	return string(b)
+	return b.String()
 }
 
 func ts(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
@@ -296,7 +313,7 @@ ul.legend li{display:flex;align-items:center}
 .sw-gap{background:repeating-linear-gradient(45deg,#d4d4d4 0 2px,#fafafa 2px 4px)}
 .sw-point{background:#1f5fa8;border-radius:50%;width:9px;height:9px;margin:0 .6rem 0 .2rem}
 .sw-hollow{border:1.5px dashed #1f5fa8;border-radius:50%;width:10px;height:10px;margin:0 .55rem 0 .15rem}
-.sw-short{background:#c62828;border-radius:50%;width:10px;height:10px}.sw-excess{background:#6a3d9a;border-radius:50%;width:8px;height:8px}
+.sw-short{border:2px solid #c62828;border-radius:50%;width:12px;height:12px}.sw-excess{background:#6a3d9a;border-radius:50%;width:8px;height:8px}
 #freshness .fresh{border-left:6px solid #2e7d32;background:#f1f8f1;padding:.5rem .8rem;margin:.5rem 0;border-radius:4px}
 #freshness .fresh-stale{border-color:#b26a00;background:#fff6e5}
 #freshness .fresh-failed{border-color:#c62828;background:#fdecec}
@@ -336,7 +353,7 @@ details.data th,details.data td{border:1px solid #d0d0d0;padding:.15rem .4rem;te
 <h2 id="{{.Anchor}}-h">Installation {{st .ID}}</h2>
 {{if .Facts}}<dl>{{range .Facts}}<dt>{{.Key}}</dt><dd>{{st .Value}}</dd>{{end}}</dl>{{end}}
 {{if .Note}}<p class="missing">{{.Note}}</p>{{end}}
-<p class="meta">Disclosures for this installation: <a href="#{{.Anchor}}-disclosures">{{len .Disclosures}}, listed under Disclosures</a>.</p>
+<p class="meta">Disclosures for this installation: <a href="#{{.DisclosuresAnchor}}">{{len .Disclosures}}, listed under Disclosures</a>.</p>
 {{range .Charts}}
 <figure id="{{.ID}}" class="figure" aria-labelledby="{{.ID}}-h">
 <h3 id="{{.ID}}-h">{{.Title}}</h3>

@@ -28,8 +28,6 @@ import (
 	"github.com/kandev/kandev-extract/report"
 )
 
-var repoRoot = testkit.RepoRoot
-
 // The bidi installation's store carries these (U+202E right-to-left
 // override, U+2066 left-to-right isolate); the fresh store's path carries
 // bidiPath, so the error of the run that cannot find it does too.
@@ -598,8 +596,11 @@ func probe(t *testing.T, bin, page string, width int, probes [][3]string, svgPro
 	js = strings.Replace(js, "SVGPROBE", mustJSON(t, svgProbe), 1)
 	p := strings.Replace(page, `content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"`,
 		`content="default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'unsafe-inline'"`, 1)
-	// The harness must be able to see a reordering: an unisolated override.
-	control := "<p id=\"bidi-control\">x\u202Eno such file</p>"
+	// The harness must be able to see a reordering (an unisolated
+	// override), two labels on top of each other and one outside its chart.
+	control := "<p id=\"bidi-control\">x\u202Eno such file</p>" +
+		`<figure id="layout-control"><svg class="chart" viewBox="0 0 200 40" width="200" height="40" font-size="12">` +
+		`<text x="10" y="20">overlapping</text><text x="14" y="22">labels</text><text x="190" y="20">outside</text></svg></figure>`
 	p = strings.Replace(p, "</body>", control+"<script>"+js+"</script></body>", 1)
 	file := filepath.Join(t.TempDir(), "probe.html")
 	if err := os.WriteFile(file, []byte(p), 0o644); err != nil {
@@ -620,10 +621,32 @@ func probe(t *testing.T, bin, page string, width int, probes [][3]string, svgPro
 	if r.Control == nil || *r.Control {
 		t.Fatalf("the harness does not see an override reorder text (control %v)", r.Control)
 	}
+	var own []string
+	r.Overlaps, own = split(r.Overlaps, "layout-control: ")
+	if len(own) != 1 {
+		t.Fatalf("the harness does not see two labels overlap: %v", own)
+	}
+	r.Outside, own = split(r.Outside, "layout-control: ")
+	if len(own) != 1 || own[0] != "layout-control: outside" {
+		t.Fatalf("the harness does not see a label outside its chart: %v", own)
+	}
+	r.Charts--
 	if r.Charts == 0 || r.Texts == 0 {
 		t.Fatalf("the probe measured %d charts, %d labels", r.Charts, r.Texts)
 	}
 	return r
+}
+
+// split separates the entries with a prefix from the others.
+func split(l []string, prefix string) (others, with []string) {
+	for _, s := range l {
+		if strings.HasPrefix(s, prefix) {
+			with = append(with, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	return others, with
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -721,16 +744,17 @@ func TestReportInChromium(t *testing.T) {
 	}
 
 	png1 := filepath.Join(dir, "report.png")
-	_, console = headless(t, bin, file, "--window-size=1000,2600", "--screenshot="+png1)
+	_, console = headless(t, bin, file, "--window-size=1000,5000", "--screenshot="+png1)
 	if len(console) > 0 {
 		t.Errorf("console messages while taking the screenshot:\n%s", strings.Join(console, "\n"))
 	}
 	keep(t, png1, "report.png")
-	checkScreenshot(t, png1, 1000, 2600, map[string]color.RGBA{
+	keep(t, file, "report.html")
+	checkScreenshot(t, png1, 1000, 5000, map[string]color.RGBA{
 		"complete/live": rgb(0x1f, 0x5f, 0xa8), "lower bound/backfill": rgb(0xe0, 0x7b, 0x00), "contexts": rgb(0x2a, 0x9d, 0x8f)})
 }
 
-// keep copies a screenshot into $REPORT_SCREENSHOT_DIR, to look at.
+// keep copies a screenshot or a page into $REPORT_SCREENSHOT_DIR, to look at.
 func keep(t *testing.T, path, name string) {
 	if d := os.Getenv("REPORT_SCREENSHOT_DIR"); d != "" {
 		b, _ := os.ReadFile(path)
@@ -744,9 +768,9 @@ func keep(t *testing.T, path, name string) {
 // store and more (long store names, a fan-out tail, 30 subagent types, a
 // year of health with missed runs, a failed latest attempt) and checks in
 // Chromium that no label overlaps another, leaves its chart or touches a
-// legend. With $REPORT_LARGE_WAREHOUSE (a warehouse directory, e.g. one
-// built from 'kandev-extract gen-store --scale 0.1') it checks that
-// warehouse's report too.
+// legend. With $REPORT_LARGE_WAREHOUSE (warehouse directories separated
+// like PATH, e.g. one extracted from 'kandev-extract gen-store --scale
+// 0.1', the 100k-row store) it checks those warehouses' reports too.
 func TestReportLayoutAtScale(t *testing.T) {
 	bin := chromium(t)
 	var buf bytes.Buffer
@@ -754,7 +778,10 @@ func TestReportLayoutAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{`data-k="40"`, ">≥40<", `data-small="1"`, `class="gap"`, `class="norun"`, `class="partial"`, "(the latest 5 below)", "(12 other types)"} {
+	for _, want := range []string{`data-k="40"`, ">≥40<", `data-small="1"`, `class="gap"`, `class="norun"`, `class="partial"`, "(the latest 5 below)", "(12 other types)",
+		`data-level="failed">` + "\n" + `<strong><span class="level">failed</span><a href="#i-ghost">Installation <bdi>ghost</bdi></a>: No served run`,
+		"store /srv/kandev.db: no such file", "This installation has runs but none is served",
+		`data-level="stale">` + "\n" + `<strong><span class="level">stale</span><a href="#i-aged">Installation <bdi>aged</bdi></a>: Stale data: the snapshot is 3.3 days (80 h) old`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the large report lacks %s", want)
 		}
@@ -767,13 +794,14 @@ func TestReportLayoutAtScale(t *testing.T) {
 	layoutClean(t, "large report at 700px", probe(t, bin, page, 700, nil, "\x00"))
 	file := filepath.Join(t.TempDir(), "large.html")
 	os.WriteFile(file, []byte(page), 0o644)
+	keep(t, file, "large.html")
 	png1 := filepath.Join(t.TempDir(), "large.png")
 	headless(t, bin, file, "--window-size=1400,3000", "--screenshot="+png1)
 	keep(t, png1, "large.png")
 	checkScreenshot(t, png1, 1400, 3000, map[string]color.RGBA{
 		"complete/live": rgb(0x1f, 0x5f, 0xa8), "lower bound/backfill": rgb(0xe0, 0x7b, 0x00), "failed banner": rgb(0xc6, 0x28, 0x28)})
 
-	if wh := os.Getenv("REPORT_LARGE_WAREHOUSE"); wh != "" {
+	for _, wh := range filepath.SplitList(os.Getenv("REPORT_LARGE_WAREHOUSE")) {
 		page := render(t, filepath.Join(wh, load.DatabaseFile))
 		layoutClean(t, wh, probe(t, bin, page, 1400, nil, "\x00"))
 	}
@@ -790,7 +818,7 @@ func largeData() *report.Data {
 	in := &report.Installation{ID: "large", Served: true, RunID: "20261130T210519Z-8761fc", SnapshotAt: now, ActivationState: "activated",
 		CaptureSince:     func() *time.Time { t := time.Date(2026, 2, 24, 7, 12, 0, 123456000, time.UTC); return &t }(),
 		HasSubagentTable: true, Subagents: 100_000, SubagentsLive: 60_004, SubagentsBackfill: 39_996}
-	age := 0.2
+	age := 50.0
 	in.Fresh = &report.Freshness{RunID: in.RunID, SnapshotAt: now.Add(-50 * time.Hour), AgeHours: &age, LatestRunID: "20261201T020000Z-aaaaaa", LatestStatus: "failed",
 		LatestError:  "store /var/lib/kandev/a/very/long/path/that/goes/on/and/on/kandev.db: no such file (give --source the path of Kandev's kandev.db, usually ~/.kandev/data/kandev.db)",
 		LatestFailed: true, Stale: true}
@@ -888,7 +916,15 @@ func largeData() *report.Data {
 		{Rule: "stale_data", Severity: "warning", Text: "The latest attempt did not become current."},
 		{Rule: "writer_health", Severity: "alarm", Text: "Writer health: shortfall."},
 	}
-	return &report.Data{GeneratedAt: now, Installations: []*report.Installation{in}}
+	// An installation whose every run failed: in the banner, without charts.
+	ghost := &report.Installation{ID: "ghost", NotServedTotal: 1,
+		NotServed: []report.RunProblem{{RunID: "20261130T020000Z-cccccc", Status: "failed", Why: "store /srv/kandev.db: no such file"}}}
+	// An installation whose data is older than the staleness threshold,
+	// and empty.
+	aged := 80.0
+	empty := &report.Installation{ID: "aged", Served: true, RunID: "20261127T020000Z-dddddd", SnapshotAt: now.Add(-80 * time.Hour), ActivationState: "not_activated",
+		Fresh: &report.Freshness{RunID: "20261127T020000Z-dddddd", SnapshotAt: now.Add(-80 * time.Hour), AgeHours: &aged, LatestRunID: "20261127T020000Z-dddddd", LatestStatus: "committed", Stale: true}}
+	return &report.Data{GeneratedAt: now, Installations: []*report.Installation{ghost, in, empty}}
 }
 
 // checkScreenshot asserts the PNG's size, that a good part of it is not

@@ -122,7 +122,7 @@ func (s *svg) yAxis(left, right, top, bottom, maxV float64, ticks []float64) fun
 	y := func(v float64) float64 { return bottom - (bottom-top)*v/top2 }
 	for _, t := range ticks {
 		s.line(left, y(t), right, y(t), colGrid)
-		s.text(left-6, y(t)+4, "end", num(t))
+		s.text(left-6, y(t)+4, "end", tick(t))
 	}
 	s.line(left, bottom, right, bottom, colAxis)
 	s.line(left, top, left, bottom, colAxis)
@@ -139,38 +139,58 @@ func (s *svg) yTitle(top, bottom float64, t string) {
 func tickWidth(ticks []float64) float64 {
 	w := 0.0
 	for _, t := range ticks {
-		w = math.Max(w, textWidth(num(t), fontPx))
+		w = math.Max(w, textWidth(tick(t), fontPx))
 	}
 	return w
 }
 
 // xLabels draws labels centred at xs on the baseline y, leaving out any
-// that would touch the one before it (the data table has every value),
-// and keeping each inside [minX, maxX]. It returns how many it drew.
+// that would touch a neighbour (the data table has every value) but
+// always keeping the first and the last, and keeping each inside
+// [minX, maxX]. It returns how many it drew.
 func (s *svg) xLabels(xs []float64, labels []string, y, minX, maxX float64, extra ...string) int {
+	type box struct {
+		x, x0, x1 float64
+		anchor    string
+	}
+	place := func(i int) box {
+		w := textWidth(labels[i], fontPx)
+		b := box{xs[i], xs[i] - w/2, xs[i] + w/2, "middle"}
+		if b.x0 < minX {
+			b = box{minX, minX, minX + w, "start"}
+		}
+		if b.x1 > maxX {
+			b = box{maxX, maxX - w, maxX, "end"}
+		}
+		return b
+	}
+	last := -1
+	for i := len(labels) - 1; i >= 0; i-- {
+		if labels[i] != "" {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return 0
+	}
+	lb := place(last)
 	lastRight := math.Inf(-1)
 	drawn := 0
 	for i, l := range labels {
-		if l == "" {
+		if l == "" || i == last {
 			continue
 		}
-		w := textWidth(l, fontPx)
-		x, anchor := xs[i], "middle"
-		x0, x1 := x-w/2, x+w/2
-		if x0 < minX {
-			x, anchor, x0, x1 = minX, "start", minX, minX+w
-		}
-		if x1 > maxX {
-			x, anchor, x0, x1 = maxX, "end", maxX-w, maxX
-		}
-		if x0 < lastRight+8 {
+		b := place(i)
+		if b.x0 < lastRight+8 || b.x1 > lb.x0-8 {
 			continue
 		}
-		s.text(x, y, anchor, l, extra...)
-		lastRight = x1
+		s.text(b.x, y, b.anchor, l, extra...)
+		lastRight = b.x1
 		drawn++
 	}
-	return drawn
+	s.text(lb.x, y, lb.anchor, labels[last], extra...)
+	return drawn + 1
 }
 
 // niceTicks returns 0 and up to ~5 round tick values covering max.
@@ -216,6 +236,17 @@ func num(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
+// tick formats an axis tick compactly: 2,500, 250k, 1.25M.
+func tick(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return num(v)
+}
+
 func inum(v int64) string { return group(strconv.FormatInt(v, 10)) }
 
 // group inserts thousands separators into an integer's digits.
@@ -258,6 +289,23 @@ func clipWidth(t string, w float64) string {
 		}
 	}
 	return "…"
+}
+
+// clipMiddle shortens t until its estimated width fits w by cutting out
+// its middle, so names that differ only at their end stay apart.
+func clipMiddle(t string, w float64) string {
+	if textWidth(t, fontPx) <= w {
+		return t
+	}
+	r := []rune(t)
+	for n := len(r) - 1; n > 2; n-- {
+		head := (n + 1) / 2
+		c := string(r[:head]) + "…" + string(r[len(r)-(n-head):])
+		if textWidth(c, fontPx) <= w {
+			return c
+		}
+	}
+	return clipWidth(t, w)
 }
 
 // attr formats data attributes for the tests and for readers of the markup.

@@ -68,15 +68,6 @@ func storeHTML(s string) template.HTML {
 	return template.HTML("<bdi>" + esc(s) + "</bdi>")
 }
 
-// clip shortens s to n characters with an ellipsis.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // textWidth estimates the rendered width of s at px pixels in the page's
 // sans-serif font (DejaVu Sans on Debian, one of the widest common ones),
 // erring wide: layout reserves room from it, and the Chromium test checks
