@@ -45,17 +45,17 @@ func TestPostgresFrozenServer(t *testing.T) {
 		return cont
 	}
 	// within runs f and fails t if it takes longer than bound.
-	within := func(t *testing.T, what string, bound time.Duration, f func() error) (error, time.Duration) {
+	within := func(t *testing.T, what string, bound time.Duration, f func() error) (time.Duration, error) {
 		t.Helper()
 		start := time.Now()
 		done := make(chan error, 1)
 		go func() { done <- f() }()
 		select {
 		case err := <-done:
-			return err, time.Since(start)
+			return time.Since(start), err
 		case <-time.After(bound):
 			t.Fatalf("%s: still blocked after %s: the frozen server hangs the run", what, bound)
-			return nil, 0
+			return 0, nil
 		}
 	}
 
@@ -85,7 +85,7 @@ func TestPostgresFrozenServer(t *testing.T) {
 		}
 		cont := stop(t, pid)
 		defer cont()
-		err, took := within(t, "scan", 30*time.Second, func() error {
+		took, err := within(t, "scan", 30*time.Second, func() error {
 			return snap.Scan(ctx, spec, func([]any) error { return nil })
 		})
 		if !errors.Is(err, ErrStalled) {
@@ -107,7 +107,7 @@ func TestPostgresFrozenServer(t *testing.T) {
 		}
 		t.Logf("after %s: %s", took.Round(time.Millisecond), msg)
 		// Nothing else hangs on the dead connection.
-		if err, _ := within(t, "close", 10*time.Second, func() error { snap.Close(); return src.Close() }); err != nil {
+		if _, err := within(t, "close", 10*time.Second, func() error { snap.Close(); return src.Close() }); err != nil {
 			t.Logf("close after the stall: %v", err)
 		}
 	})
@@ -138,7 +138,7 @@ func TestPostgresFrozenServer(t *testing.T) {
 		var stopped time.Time
 		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
 		turns := models.TableSpec{Name: "task_session_turns", Columns: spec.Columns}
-		err, _ = within(t, "scan", 30*time.Second, func() error {
+		_, err = within(t, "scan", 30*time.Second, func() error {
 			return snap.Scan(ctx, turns, func([]any) error {
 				if rows++; rows == 1 {
 					if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
@@ -194,7 +194,7 @@ func TestPostgresFrozenServer(t *testing.T) {
 		cont := stop(t, c.PID())
 		defer cont()
 		const connect = 1500 * time.Millisecond
-		err, took := within(t, "connect", 30*time.Second, func() error {
+		took, err := within(t, "connect", 30*time.Second, func() error {
 			src, err := OpenWith(ctx, c.DSN(db), OpenOptions{ConnectTimeout: connect, StallTimeout: time.Minute})
 			if err == nil {
 				src.Close()

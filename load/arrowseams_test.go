@@ -29,7 +29,10 @@ func TestArrowGoSeamsStillMatch(t *testing.T) {
 	var buf bytes.Buffer
 	w := file.NewParquetWriter(&buf, pqSchema.Root(), file.WithWriterProps(props))
 	defer w.Close()
-	rg := w.AppendBufferedRowGroup()
+	rg, err := w.AppendBufferedRowGroupChecked()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, f := range schema.Fields() {
 		cw, err := rg.Column(i)
 		if err != nil {
