@@ -8,10 +8,22 @@ ARGS    ?=
 
 export CGO_ENABLED = 1
 
-.PHONY: build run test lint fmt bench fuzz clean
+.PHONY: build run test lint fmt bench fuzz clean cross install release
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kandev-extract
+
+# Into $(go env GOBIN), else $(go env GOPATH)/bin, with the version stamped.
+install:
+	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/kandev-extract
+
+# A release binary for this platform, built as the release workflow builds
+# each archive's: stripped (-s -w), without local paths (-trimpath), the
+# version stamped.
+RELEASE_BIN ?= bin/release/kandev-extract
+release:
+	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(RELEASE_BIN) ./cmd/kandev-extract
+	@echo "$(RELEASE_BIN): kandev-extract $(VERSION), stripped"
 
 run: build
 	./$(BIN) run $(ARGS)
@@ -41,6 +53,48 @@ fuzz:
 	$(GO) test ./transform -run '^$$' -fuzz '^FuzzStepAtStart$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./transform -run '^$$' -fuzz '^FuzzAsInt$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./transform -run '^$$' -fuzz '^FuzzAsStamp$$' -fuzztime $(FUZZTIME)
+
+# Cross-platform compile checks (issue 20; .ci/run runs them). See
+# docs/operations.md "What differs on macOS and Windows".
+#  - windows/amd64: every package, tests included, vetted with cgo through
+#    Debian's MinGW-w64 C compiler (posix-threads flavour).
+#  - darwin/amd64 and darwin/arm64 with CGO_ENABLED=0: vetted, tests
+#    included, every package whose code and tests need no cgo; built, every
+#    other package whose code needs none. The rest link DuckDB's macOS
+#    library, which needs Apple's toolchain: the release workflow
+#    (.github/workflows/release.yml) builds and tests them on macOS.
+#  - the release workflow that builds each platform natively, which cannot
+#    run here, is linted with actionlint (fetched like staticcheck).
+# CROSS_WINE=1 also links kandev-extract.exe against the UCRT (Debian's
+# MinGW links msvcrt; scripts/mingw-ucrt bridges the difference) and runs it
+# under Wine: version, --help and an extraction of a fixture store.
+# CROSS_DARWIN_ARCHS=arm64 checks one macOS architecture (.ci/run does, to
+# halve the cold-cache cost: no package here has architecture-specific code).
+MINGW_CC ?= x86_64-w64-mingw32-gcc-posix
+ACTIONLINT_VERSION ?= v1.7.12
+CROSS_DARWIN_ARCHS ?= amd64 arm64
+CROSS_WINE ?=
+cross:
+	@command -v $(MINGW_CC) >/dev/null || { echo "cross: $(MINGW_CC) not found: apt-get install gcc-mingw-w64-x86-64" >&2; exit 1; }
+	GOOS=windows GOARCH=amd64 CC=$(MINGW_CC) $(GO) vet ./...
+	@set -e; for arch in $(CROSS_DARWIN_ARCHS); do \
+	  vet=; build=; skipped=; \
+	  for p in $$($(GO) list ./...); do \
+	    cgo() { GOOS=darwin GOARCH=$$arch $(GO) list -deps $$1 -f '{{if and .CgoFiles (not .Standard)}}{{.ImportPath}}{{end}}' $$p; }; \
+	    if [ -n "$$(cgo)" ]; then skipped="$$skipped $${p##*/kandev-extract/}"; \
+	    elif [ -n "$$(cgo -test)" ]; then build="$$build $$p"; \
+	    else vet="$$vet $$p"; fi; \
+	  done; \
+	  echo "darwin/$$arch: go vet (CGO_ENABLED=0):$$(echo "$$vet" | sed 's| [^ ]*/kandev-extract/| |g')"; \
+	  GOOS=darwin GOARCH=$$arch CGO_ENABLED=0 $(GO) vet $$vet; \
+	  if [ -n "$$build" ]; then \
+	    echo "darwin/$$arch: go build, tests need cgo:$$(echo "$$build" | sed 's| [^ ]*/kandev-extract/| |g')"; \
+	    GOOS=darwin GOARCH=$$arch CGO_ENABLED=0 $(GO) build $$build; \
+	  fi; \
+	  echo "darwin/$$arch: not checked here, need cgo (DuckDB):$$skipped"; \
+	done
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) -no-color -shellcheck= -pyflakes= .github/workflows/release.yml
+	@if [ -n "$(CROSS_WINE)" ]; then bash scripts/mingw-ucrt/wine-smoke.sh; fi
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

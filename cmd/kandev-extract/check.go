@@ -197,7 +197,7 @@ func checkOne(ctx context.Context, in pipeline.Installation, why, warehouse stri
 			defer os.Remove(tmp)
 			in.Source = tmp
 		}
-		r.ChosenBecause = "the demo store bundled in this binary (a run writes it to " + runsFrom + " and reads it there)"
+		r.ChosenBecause = "demo: the store bundled in this binary, which a run writes to this path and reads there"
 	}
 	p, err := probeSource(ctx, in, true)
 	if err != nil {

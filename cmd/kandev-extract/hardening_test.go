@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/storegen"
@@ -284,9 +282,11 @@ func TestStatusFailsOnABrokenWarehouse(t *testing.T) {
 func TestStatusAndQueryEscapeStoreText(t *testing.T) {
 	wh := filepath.Join(t.TempDir(), "wh")
 	makeWarehouse(t, wh)
+	// A warehouse of an older shape (no current_runs, no run_order, no
+	// severity) whose latest run, r2, failed: shown, exit 1.
 	stdout, stderr, code := cli(t, "status", "-w", wh)
-	if code != 0 {
-		t.Fatalf("status: exit %d, %s", code, stderr)
+	if code != exitFailure || !strings.Contains(stdout, "  latest:     run r2 FAILED at 2026-08-02 10:00:00Z, did not become current: store x: bad value "+hostileEscaped+"\n") {
+		t.Fatalf("status: exit %d, %s\n%s", code, stderr, stdout)
 	}
 	for _, want := range []string{
 		"installation prod\n",
@@ -354,29 +354,6 @@ func assertNoControls(t *testing.T, what, s string) {
 			return
 		}
 	}
-}
-
-// openPTY opens a pseudo-terminal: writes to slave are read from master.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Skipf("ptsname: %v", err)
-	}
-	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("open pts: %v", err)
-	}
-	t.Cleanup(func() { master.Close(); slave.Close() })
-	return master, slave
 }
 
 // readPTY reads what was written to the terminal (the slave is closed).

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev-extract/internal/demo"
+	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
@@ -800,5 +801,40 @@ func TestProgressOnATerminalOnly(t *testing.T) {
 	sort.Strings(msgs)
 	if !strings.Contains(strings.Join(msgs, "|"), "scheduled run committed") {
 		t.Errorf("schedule logs: %v", msgs)
+	}
+}
+
+// PostgreSQL: check reads the planner's estimates (nothing is scanned):
+// unknown until the tables are analyzed, then the rows.
+func TestCheckPostgresEstimates(t *testing.T) {
+	c := pgtest.Shared(t)
+	db := pgtest.NewDatabase(t, c, repoFile(t, "testdata/kandev/upgraded-backfill.pg.sql"))
+	dsn := c.DSN(db)
+	wh := filepath.Join(t.TempDir(), "wh")
+	rowsOf := func() map[string]any {
+		t.Helper()
+		out, errOut, code := cli(t, "check", "-s", dsn, "-i", "team", "-w", wh, "--json")
+		r := jsonLines(t, "check --json", out)
+		if code != 0 || len(r) != 1 || r[0]["verdict"] != "would_run" || r[0]["dialect"] != "postgres" {
+			t.Fatalf("check: exit %d\n%s\n%s", code, out, errOut)
+		}
+		got := map[string]any{}
+		for _, tb := range r[0]["tables"].([]any) {
+			m := tb.(map[string]any)
+			got[m["source_table"].(string)] = []any{m["rows"], m["estimate"]}
+		}
+		return got
+	}
+	pgExecCmd(t, dsn, `VACUUM ANALYZE`)
+	got := rowsOf()
+	if toJSON(got["task_session_subagents"]) != `[51,true]` || toJSON(got["workflow_steps"]) != `[4,true]` {
+		t.Errorf("estimates after ANALYZE: %v", got)
+	}
+	out, _, _ := cli(t, "check", "-s", dsn, "-i", "team", "-w", wh)
+	if !regexp.MustCompile(`task_session_subagents +~51 +→ fact_subagent_context`).MatchString(out) || !strings.Contains(out, "rows PostgreSQL's estimates") {
+		t.Errorf("check text:\n%s", out)
+	}
+	if _, err := os.Stat(wh); !os.IsNotExist(err) {
+		t.Errorf("check created the warehouse: %v", err)
 	}
 }

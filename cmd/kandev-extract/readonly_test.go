@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -44,7 +43,7 @@ func TestUnwritableStoreAndDirectory(t *testing.T) {
 		for _, d := range []string{wh, home} {
 			os.Chown(d, 65534, 65534)
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		asNobody(cmd)
 		// Prove the permissions bind this user: it cannot create a file there.
 		probe := exec.Command("/bin/sh", "-c", "touch "+filepath.Join(storeDir, "probe"))
 		probe.SysProcAttr = cmd.SysProcAttr

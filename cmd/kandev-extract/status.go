@@ -96,6 +96,9 @@ type installStatus struct {
 	RunInProgress *statusLock `json:"run_in_progress"`
 	// ExitStatus is what this installation alone calls for (see --help).
 	ExitStatus int `json:"exit_status"`
+	// currentKnown: the warehouse has current_runs (a warehouse built by
+	// an older version has not, and its served run is not known).
+	currentKnown bool
 }
 
 type statusCurrent struct {
@@ -228,13 +231,24 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 	if err != nil {
 		return nil, err
 	}
-	var orderCols int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_columns() WHERE table_name = 'runs' AND column_name = 'run_order'`).Scan(&orderCols); err != nil {
+	hasColumn := func(table, column string) (bool, error) {
+		var n int
+		err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_columns() WHERE table_name = ? AND column_name = ?`, table, column).Scan(&n)
+		return n > 0, err
+	}
+	hasOrder, err := hasColumn("runs", "run_order")
+	if err != nil {
 		return nil, err
 	}
 	order := "finished_at DESC"
-	if orderCols > 0 {
+	if hasOrder {
 		order = "run_order DESC NULLS LAST, finished_at DESC"
+	}
+	severity := "NULL"
+	if ok, err := hasColumn("disclosures", "severity"); err != nil {
+		return nil, err
+	} else if ok {
+		severity = "severity"
 	}
 	var out []installStatus
 	for _, name := range names {
@@ -299,13 +313,18 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 		if err != nil {
 			return nil, err
 		}
+		st.currentKnown = hasCurrent
 		if st.CurrentRun == nil {
-			// Nothing served: the latest attempt is the latest run there is,
-			// and it did not become current.
+			// Nothing served (or a warehouse built before current_runs):
+			// the latest attempt is the latest run there is.
 			if len(st.Runs) > 0 {
 				r := st.Runs[0]
-				st.LatestAttempt = &statusRun{RunID: r.RunID, Status: r.Status, FinishedAt: r.FinishedAt, Error: r.Error}
-				st.LatestAttemptFailed, st.IsStale = true, true
+				st.LatestAttempt = &r
+				// With current_runs, no served run means the latest attempt
+				// did not become current whatever its status; without it,
+				// its status says.
+				st.LatestAttemptFailed = hasCurrent || r.Status != string(models.RunCommitted)
+				st.IsStale = st.LatestAttemptFailed
 			}
 		} else {
 			for _, r := range st.Runs {
@@ -328,7 +347,7 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 			default:
 				st.Activation, st.TableShape, st.HealthStatus = nullable(act), nullable(shape), nullable(health)
 			}
-			rows, err := db.QueryContext(ctx, `SELECT rule, severity, text FROM disclosures WHERE installation_id = ? ORDER BY rule`, name)
+			rows, err := db.QueryContext(ctx, `SELECT rule, `+severity+`, text FROM disclosures WHERE installation_id = ? ORDER BY rule`, name)
 			if err != nil {
 				return nil, err
 			}
@@ -381,6 +400,7 @@ func writeStatus(w io.Writer, sts []installStatus, lock *statusLock) {
 		}
 		printSafe(w, "installation %s\n", st.Installation)
 		switch c := st.CurrentRun; {
+		case !st.currentKnown:
 		case c == nil:
 			printlnSafe(w, "  data:       none served (no committed run whose files verify): no current data")
 		default:

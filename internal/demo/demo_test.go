@@ -2,18 +2,27 @@ package demo
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 )
+
+var update = flag.Bool("update", false, "copy testdata/demo/kandev-demo.db here (after regenerating it with go test ./storegen -run TestDemoStoreUpToDate -update)")
 
 func TestBundledIsTheRepositoryDemo(t *testing.T) {
 	repo, err := os.ReadFile(filepath.Join("..", "..", "testdata", "demo", FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if *update {
+		if err := os.WriteFile(FileName, repo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Skip("copied; rebuild to embed it")
+	}
 	if !bytes.Equal(repo, Bytes()) {
-		t.Fatalf("internal/demo/%s (%d bytes) differs from testdata/demo/%s (%d bytes): copy it after regenerating the demo",
+		t.Fatalf("internal/demo/%s (%d bytes) differs from testdata/demo/%s (%d bytes): after regenerating the demo, run go test ./internal/demo -update",
 			FileName, len(Bytes()), FileName, len(repo))
 	}
 	if len(repo) < 1<<20 {
