@@ -81,6 +81,11 @@ type Config struct {
 	Installations []Installation `toml:"installation"`
 	// File is where the configuration was read from ("" when none).
 	File string `toml:"-"`
+	// PublishTo is the bucket URL (s3://, gs://, azblob://, file://) when
+	// the warehouse setting named one: the run then writes a local warehouse
+	// (Warehouse, in the user's cache directory) and publishes each
+	// committed run to the bucket's landing area.
+	PublishTo string `toml:"-"`
 }
 
 // Default returns the configuration with every default filled in.

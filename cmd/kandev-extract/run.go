@@ -223,6 +223,11 @@ func runOnce(ctx context.Context, g *globals, c runCall) (pipeline.Result, error
 			Phase:         bar.step,
 		})
 		bar.done()
+		if c.cfg.PublishTo != "" && err == nil {
+			if perr := publishRuns(ctx, log, c.cfg.PublishTo, c.cfg.Warehouse, ready, c.wait); perr != nil {
+				return res, &exitError{code: exitFailure, err: perr}
+			}
+		}
 	}
 	if len(skipped) > 0 {
 		// In the configured order.

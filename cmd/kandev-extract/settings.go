@@ -10,6 +10,7 @@ import (
 
 	"github.com/kandev/kandev-extract/config"
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/lake"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
 )
@@ -75,6 +76,13 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	cfg.ForceTimeouts(s.connectTimeout, s.stallTimeout)
 	if s.staleAfter != 0 {
 		cfg.StaleAfter = s.staleAfter
+	}
+	if lake.IsBucketURL(cfg.Warehouse) {
+		local, err := spokeWarehouse(cfg.Warehouse)
+		if err != nil {
+			return cfg, nil, "", &exitError{code: exitUsage, err: err}
+		}
+		cfg.PublishTo, cfg.Warehouse = cfg.Warehouse, local
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, nil, "", &exitError{code: exitUsage, err: err}
