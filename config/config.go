@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/robfig/cron/v3"
+
+	"github.com/kandev/kandev-extract/models"
 )
 
 // Defaults.
@@ -191,8 +192,6 @@ func checkTimeout(file, field string, d time.Duration) error {
 	return nil
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // Resolve validates c and returns its installations with sources read
 // from their environment variables.
 func (c *Config) Resolve(getenv func(string) string) ([]Installation, error) {
@@ -203,9 +202,9 @@ func (c *Config) Resolve(getenv func(string) string) ([]Installation, error) {
 	out := make([]Installation, 0, len(c.Installations))
 	for i, in := range c.Installations {
 		field := fmt.Sprintf("installation[%d]", i)
-		if !namePattern.MatchString(in.Name) {
+		if err := models.ValidName(in.Name); err != nil {
 			return nil, &FieldError{File: c.File, Field: field + ".name", Value: in.Name,
-				Problem: "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"}
+				Problem: "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, not ending with '.', not a Windows device name"}
 		}
 		field = fmt.Sprintf("installation %q", in.Name)
 		if seen[in.Name] {

@@ -137,7 +137,7 @@ func IsPostgres(location string) bool {
 
 // ExpandHome expands a leading "~/" to the user's home directory.
 func ExpandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
+	if p == "~" || strings.HasPrefix(p, "~/") || strings.HasPrefix(p, `~\`) {
 		if home, err := os.UserHomeDir(); err == nil {
 			return filepath.Join(home, strings.TrimPrefix(p, "~"))
 		}
@@ -364,6 +364,10 @@ func fileURLPath(loc string) (string, error) {
 		return p, nil
 	case u.Path == "":
 		return fail("the file: URL has no path")
+	}
+	// file:///C:/x.db names C:/x.db (a Windows drive), not /C:/x.db.
+	if len(u.Path) >= 3 && u.Path[0] == '/' && u.Path[2] == ':' && ('A' <= u.Path[1]&^0x20 && u.Path[1]&^0x20 <= 'Z') {
+		return u.Path[1:], nil
 	}
 	return u.Path, nil
 }

@@ -342,3 +342,19 @@ func TestRandomPasswordsNeverLeak(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowsPathForms(t *testing.T) {
+	if got, err := fileURLPath("file:///C:/Users/me/kandev.db"); err != nil || got != "C:/Users/me/kandev.db" {
+		t.Errorf("file:///C:/… = %q, %v", got, err)
+	}
+	if got, err := fileURLPath("file:///home/me/kandev.db"); err != nil || got != "/home/me/kandev.db" {
+		t.Errorf("file:///home/… = %q, %v", got, err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ExpandHome(`~\.kandev\data\kandev.db`); !strings.HasPrefix(got, home) {
+		t.Errorf(`ExpandHome(~\…) = %q`, got)
+	}
+}

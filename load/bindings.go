@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -167,6 +168,25 @@ func (w *Warehouse) lastCommittedSource(installation string) *SourceIdentity {
 		}
 	}
 	return last
+}
+
+// CaseTwin names a known installation (bound, or with a manifest) whose
+// name equals installation but for case: on macOS and Windows both would be
+// one directory. "" when none.
+func (w *Warehouse) CaseTwin(installation string) string {
+	names, _ := readDirEntries(w.Dir, bindingsDir, func(fs.DirEntry) bool { return true })
+	for _, n := range names {
+		if n = strings.TrimSuffix(n, ".json"); n != installation && strings.EqualFold(n, installation) {
+			return n
+		}
+	}
+	insts, _ := w.realDirEntries(runsDir)
+	for _, n := range insts {
+		if n != installation && strings.EqualFold(n, installation) {
+			return n
+		}
+	}
+	return ""
 }
 
 // SaveBindingUndoable saves b (nothing when nil) and returns how to put the

@@ -141,7 +141,8 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Durat
 		return out, err
 	}
 	if err := os.Rename(tmp, final); err != nil {
-		return out, fmt.Errorf("build %s: %w", final, err)
+		return out, fmt.Errorf("build %s: %w (is it held open by another process? Windows does not let an open file be replaced: "+
+			"the run's data is committed; close that session and run again to rebuild warehouse.duckdb)", final, err)
 	}
 	syncDir(w.Dir)
 	CrashPoint("database in place")
@@ -175,7 +176,9 @@ func checkDatabase(ctx context.Context, path string) error {
 }
 
 func syncFilePath(p string) error {
-	f, err := os.Open(p)
+	// Opened for writing: Windows flushes (FlushFileBuffers) only a handle
+	// with write access.
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}

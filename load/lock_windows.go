@@ -10,6 +10,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// lockOffsetHigh places the locked byte far past the pid the file holds
+// (offset 1<<40), so another process can still read who holds the lock.
+const lockOffsetHigh = 1 << 8
+
 // openLock opens (creating it if needed) the warehouse's lock file without
 // following a reparse point (symbolic link or junction), and takes an
 // exclusive, non-blocking LockFileEx lock. errLockHeld means another
@@ -36,6 +40,7 @@ func openLock(path string) (*os.File, error) {
 		return nil, fmt.Errorf("%s is a link or a directory: %w", path, errOutside)
 	}
 	var ol windows.Overlapped
+	ol.OffsetHigh = lockOffsetHigh
 	if err := windows.LockFileEx(h, windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol); err != nil {
 		f.Close()
 		if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
@@ -49,5 +54,6 @@ func openLock(path string) (*os.File, error) {
 // unlock releases the lock taken by openLock.
 func unlock(f *os.File) {
 	var ol windows.Overlapped
+	ol.OffsetHigh = lockOffsetHigh
 	windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)
 }

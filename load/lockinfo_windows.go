@@ -35,6 +35,7 @@ func lockHeld(path string) (bool, error) {
 		return false, fmt.Errorf("%s is a link or a directory: %w", path, errOutside)
 	}
 	var ol windows.Overlapped
+	ol.OffsetHigh = lockOffsetHigh
 	// A shared lock on the byte openLock locks exclusively.
 	if err := windows.LockFileEx(h, windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol); err != nil {
 		if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {

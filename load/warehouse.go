@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,15 +35,9 @@ const (
 	partFile      = "part-0.parquet"
 )
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// ValidName checks an installation name: it becomes a directory name.
-func ValidName(name string) error {
-	if !namePattern.MatchString(name) {
-		return fmt.Errorf("installation name %q is not valid: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
-	}
-	return nil
-}
+// ValidName checks an installation name or run id: it becomes a directory
+// name (models.ValidName).
+func ValidName(name string) error { return models.ValidName(name) }
 
 // Warehouse is an output directory, locked for one run at a time.
 type Warehouse struct {

@@ -624,3 +624,28 @@ func TestPeriodViews(t *testing.T) {
 		t.Errorf("HUGEINT columns: %v", got)
 	}
 }
+
+// Installation names hold on every platform: no trailing dot, no Windows
+// device name, and no new name that differs from a known one only in case.
+func TestInstallationNamesHoldEverywhere(t *testing.T) {
+	for _, bad := range []string{"foo.", "CON", "nul.db", "Com1", "lpt9", "a/b", ".x", ""} {
+		if load.ValidName(bad) == nil {
+			t.Errorf("ValidName(%q) accepted", bad)
+		}
+	}
+	for _, good := range []string{"laptop", "team.prod", "console", "com10", "a-b_c.d"} {
+		if err := load.ValidName(good); err != nil {
+			t.Errorf("ValidName(%q): %v", good, err)
+		}
+	}
+	wh := filepath.Join(t.TempDir(), "wh")
+	safetyRun(t, wh, 0, "Lab")
+	_, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh,
+		Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+	if !errors.Is(err, load.ErrSourceChanged) || !strings.Contains(err.Error(), `"Lab"`) {
+		t.Errorf("a name differing only in case: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(wh, "_runs", "lab")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused name left %v", err)
+	}
+}

@@ -193,10 +193,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if err := load.ValidName(in.Name); err != nil {
 			return Result{}, err
 		}
-		if seen[in.Name] {
-			return Result{}, fmt.Errorf("installation %q is configured twice", in.Name)
+		if seen[strings.ToLower(in.Name)] {
+			return Result{}, fmt.Errorf("installation %q is configured twice (names that differ only in case are one directory on macOS and Windows)", in.Name)
 		}
-		seen[in.Name] = true
+		seen[strings.ToLower(in.Name)] = true
 	}
 	start := opts.Now()
 	wh, err := load.OpenWarehouseWait(ctx, opts.Warehouse, opts.WaitLock)
@@ -204,6 +204,12 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	defer wh.Close()
+	for _, in := range opts.Installations {
+		if other := wh.CaseTwin(in.Name); other != "" {
+			return Result{}, fmt.Errorf("installation %q: %w: it differs only in case from the installation %q this warehouse already holds, "+
+				"and macOS and Windows would store both in one directory; choose another name", in.Name, load.ErrSourceChanged, other)
+		}
+	}
 	res := Result{RunID: NewRunID(start)}
 	for _, in := range opts.Installations {
 		log := opts.Logger.With("installation", in.Name, "run_id", res.RunID)

@@ -247,7 +247,7 @@ func runOnce(ctx context.Context, g *globals, c runCall) (pipeline.Result, error
 	if errors.Is(err, load.ErrLocked) {
 		return res, &exitError{code: exitLocked, err: err}
 	}
-	if errors.Is(err, load.ErrBadWarehouse) {
+	if errors.Is(err, load.ErrBadWarehouse) || errors.Is(err, load.ErrSourceChanged) {
 		return res, &exitError{code: exitUsage, err: err}
 	}
 	return res, err

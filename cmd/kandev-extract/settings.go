@@ -77,6 +77,7 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	if s.staleAfter != 0 {
 		cfg.StaleAfter = s.staleAfter
 	}
+	cfg.Warehouse = extract.ExpandHome(cfg.Warehouse) // "~/kx" from a config file or the environment too
 	if lake.IsBucketURL(cfg.Warehouse) {
 		local, err := spokeWarehouse(cfg.Warehouse)
 		if err != nil {

@@ -18,6 +18,12 @@ import (
 // outside CI and into a failure in CI.
 var ErrNotInstalled = errors.New("PostgreSQL server binaries not found")
 
+// ErrUnsupported is returned (wrapped) by Start on an operating system where
+// this package cannot run throwaway servers (Windows). Shared and New turn it
+// into a skip, in CI too: it is a property of the platform, not a missing
+// install step. It never happens on Linux or macOS.
+var ErrUnsupported = errors.New("throwaway PostgreSQL test servers are not supported on this operating system")
+
 // InstallHint tells a developer how to make the binaries available.
 const InstallHint = `install them with "apt-get install postgresql" (Debian/Ubuntu) ` +
 	`or set PG_BIN to the directory that holds initdb, pg_ctl and postgres`

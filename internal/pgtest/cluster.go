@@ -24,6 +24,15 @@
 //
 // Without the binaries, Shared and New skip the test, except when CI is set,
 // where they fail it.
+//
+// Platforms: Linux (where CI runs, and where a test binary that dies takes
+// its server with it through the parent-death signal) and the other Unix
+// systems such as macOS (no parent-death signal: a test binary killed
+// without Stop can leave its server running; the next Start removes its
+// directory once it has gone). On Windows Start returns ErrUnsupported, and
+// Shared and New skip the test whether or not CI is set: the package relies
+// on Unix-domain sockets, process groups, signals for PostgreSQL's shutdown
+// modes and setuid credentials, none of which exist there.
 package pgtest
 
 import (
@@ -38,7 +47,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -64,7 +72,6 @@ const (
 const (
 	ownerFile      = "pgtest.owner" // "<pid> <pid namespace>" of the process that made the dir
 	logFileName    = "postgres.log"
-	maxSocketPath  = 107 // sizeof(sockaddr_un.sun_path) - 1 on Linux
 	portAttempts   = 5
 	fastStopWait   = 15 * time.Second
 	immediateWait  = 5 * time.Second
@@ -154,6 +161,9 @@ type Cluster struct {
 
 // Start initialises and starts a new cluster. Call Stop when done.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if err := platformSupported(); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	if opts.HostAuth != "scram-sha-256" && opts.HostAuth != "trust" && opts.HostAuth != "md5" {
 		return nil, fmt.Errorf("pgtest: HostAuth %q: want scram-sha-256, md5 or trust", opts.HostAuth)
@@ -266,7 +276,7 @@ func childEnv(home string) []string {
 	return env
 }
 
-func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential, opts Options) error {
+func (c *Cluster) initdb(ctx context.Context, cred *credential, opts Options) error {
 	pwfile := filepath.Join(c.dir, "pwfile")
 	if err := os.WriteFile(pwfile, []byte(c.password+"\n"), 0o600); err != nil {
 		return fmt.Errorf("pgtest: %w", err)
@@ -293,7 +303,7 @@ func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential, opts Opt
 	cmd.Env = childEnv(c.dir)
 	cmd.SysProcAttr = sysProcAttr(cred, 0)
 	// initdb runs postgres in bootstrap mode as children: cancel the group.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = 2 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -337,7 +347,7 @@ var errPortInUse = errors.New("port in use")
 
 // boot starts postgres on port and waits until it accepts connections on
 // the socket.
-func (c *Cluster) boot(ctx context.Context, port int, cred *syscall.Credential, timeout time.Duration) error {
+func (c *Cluster) boot(ctx context.Context, port int, cred *credential, timeout time.Duration) error {
 	logf, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
@@ -430,15 +440,15 @@ func (p *proc) stop() error {
 	}{{syscall.SIGINT, fastStopWait}, {syscall.SIGQUIT, immediateWait}, {syscall.SIGKILL, immediateWait}}
 	var err error
 	for _, s := range steps {
-		target := pid
 		if s.sig == syscall.SIGKILL {
-			target = -pid // backends too
+			_ = killGroup(pid) // backends too
+		} else {
+			_ = signalProcess(pid, s.sig)
 		}
-		_ = syscall.Kill(target, s.sig)
 		select {
 		case <-p.done:
 			// Backends exit on their own when the postmaster goes; make sure.
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = killGroup(pid)
 			return err
 		case <-time.After(s.wait):
 			err = fmt.Errorf("pgtest: postgres pid %d ignored %v for %s", pid, s.sig, s.wait)
@@ -450,8 +460,7 @@ func (p *proc) stop() error {
 // kill stops the server without waiting for a clean shutdown.
 func (c *Cluster) kill() {
 	if c.proc != nil {
-		pid := c.proc.cmd.Process.Pid
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = killGroup(c.proc.cmd.Process.Pid)
 		select {
 		case <-c.proc.done:
 		case <-time.After(immediateWait):
@@ -632,41 +641,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// serverCredential returns nil when not root, else the credentials of
-// osUser, creating it as a system user if it does not exist.
-func serverCredential(osUser string) (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup(osUser)
-	if err != nil {
-		var unknown user.UnknownUserError
-		if !errors.As(err, &unknown) {
-			return nil, fmt.Errorf("pgtest: look up user %q: %w", osUser, err)
-		}
-		out, uerr := exec.Command("useradd", "--system", "--user-group", "--no-create-home",
-			"--home-dir", "/var/lib/postgresql", "--shell", "/bin/sh", osUser).CombinedOutput()
-		// A concurrent test binary may have created it meanwhile: look again.
-		if u, err = user.Lookup(osUser); err != nil {
-			return nil, fmt.Errorf("pgtest: running as root, and the user %q to run PostgreSQL as does not exist; useradd failed: %v %s",
-				osUser, uerr, bytes.TrimSpace(out))
-		}
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("pgtest: user %q uid %q: %w", osUser, u.Uid, err)
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("pgtest: user %q gid %q: %w", osUser, u.Gid, err)
-	}
-	if uid == 0 {
-		return nil, fmt.Errorf("pgtest: user %q is root; PostgreSQL refuses to run as root", osUser)
-	}
-	// Groups: empty drops root's supplementary groups.
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
 // defaultBaseDir is os.TempDir unless its socket paths would be too long or,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -274,7 +273,7 @@ func TestPrivateClusterStartStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if uid := fi.Sys().(*syscall.Stat_t).Uid; uid == 0 {
+		if uid, ok := ownerUID(fi); ok && uid == 0 {
 			t.Errorf("data dir owned by root; the server must run unprivileged")
 		}
 	}
@@ -283,8 +282,8 @@ func TestPrivateClusterStartStop(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 	t.Logf("stopped in %s", time.Since(start).Round(time.Millisecond))
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("postmaster %d still there after Stop (kill 0: %v)", pid, err)
+	if alive, how := processExists(pid); alive {
+		t.Errorf("postmaster %d still there after Stop (%s)", pid, how)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("cluster dir %s still there after Stop (%v)", dir, err)
@@ -295,4 +294,36 @@ func TestPrivateClusterStartStop(t *testing.T) {
 	if c.PID() != 0 {
 		t.Errorf("PID() = %d after Stop", c.PID())
 	}
+}
+
+// Freeze stops a backend so that a query on it gets no answer; resuming
+// lets the same connection answer again.
+func TestFreezeBackend(t *testing.T) {
+	c := pgtest.Shared(t)
+	conn := connect(t, c.DSN("postgres"))
+	var pid int32
+	if err := conn.QueryRow(t.Context(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	resume := pgtest.Freeze(t, int(pid))
+	done := make(chan error, 1)
+	go func() {
+		var one int
+		done <- conn.QueryRow(context.Background(), "SELECT 1").Scan(&one)
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a frozen backend answered (err %v)", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	resume()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("after resume: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer 10s after resume")
+	}
+	resume() // idempotent; t.Cleanup calls it once more
 }

@@ -9,6 +9,10 @@ import (
 	"syscall"
 )
 
+// maxSocketPath is sizeof(sockaddr_un.sun_path) - 1 on Linux: the longest
+// Unix-socket path PostgreSQL can listen on.
+const maxSocketPath = 107
+
 // sysProcAttr runs a child in its own process group (so a terminal's Ctrl-C
 // reaches the test binary, which then stops the server in order) as cred
 // (nil: the current user). When deathSig is non-zero the kernel sends it to
@@ -17,7 +21,7 @@ import (
 // test binary dies (panic, os.Exit, kill, go test -timeout) without having
 // called Stop. Go sets PR_SET_PDEATHSIG after switching credentials, so the
 // setting survives the switch to the postgres user.
-func sysProcAttr(cred *syscall.Credential, deathSig syscall.Signal) *syscall.SysProcAttr {
+func sysProcAttr(cred *credential, deathSig syscall.Signal) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Credential: cred, Pdeathsig: deathSig}
 }
 

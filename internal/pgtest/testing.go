@@ -38,6 +38,7 @@ var shared struct {
 // signal) and the next Start removes its directory.
 //
 // Without PostgreSQL binaries it skips the test, or fails it when CI is set.
+// On Windows (ErrUnsupported) it always skips.
 // Tests sharing the cluster should each use their own database
 // (NewDatabase).
 func Shared(t testing.TB) *Cluster {
@@ -112,6 +113,9 @@ func New(t testing.TB, opts Options) *Cluster {
 
 func failOrSkip(t testing.TB, err error) {
 	t.Helper()
+	if errors.Is(err, ErrUnsupported) {
+		t.Skipf("skipping: %v", err)
+	}
 	if errors.Is(err, ErrNotInstalled) {
 		if InCI() {
 			t.Fatalf("%v\n(CI is set, so a missing PostgreSQL fails instead of skipping; .ci/run installs it)", err)
@@ -267,4 +271,24 @@ func Fixture(t testing.TB, name string) string {
 		t.Fatalf("pgtest: fixture: %v", err)
 	}
 	return p
+}
+
+// Freeze stops process pid — a backend (pg_backend_pid()) or the
+// postmaster (Cluster.PID) — with SIGSTOP: a server that stops answering
+// without closing anything, which no server-side timeout can see. The
+// returned func resumes it (SIGCONT); t.Cleanup resumes it too, so a failing
+// test never leaves a stopped server behind. Unix only: on Windows (where
+// no cluster starts anyway) it skips t.
+func Freeze(t testing.TB, pid int) (resume func()) {
+	t.Helper()
+	if err := suspendProcess(pid); err != nil {
+		if errors.Is(err, ErrUnsupported) {
+			t.Skipf("skipping: %v", err)
+		}
+		t.Fatalf("pgtest: freeze %d: %v", pid, err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = resumeProcess(pid) }) }
+	t.Cleanup(resume)
+	return resume
 }
