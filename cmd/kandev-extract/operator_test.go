@@ -414,6 +414,9 @@ func TestCheckSaysWhatARunWouldDoAndWritesNothing(t *testing.T) {
 		t0["present"] != true || t0["rows"] != float64(51) {
 		t.Errorf("first table: %v", t0)
 	}
+	if got := treeState(t, wh); got != before {
+		t.Errorf("check changed the warehouse:\n%s\nwas\n%s", got, before)
+	}
 
 	// Another store under the same name: refused (2), or rebound with --rebind.
 	out, _, code = runProc(t, env, "", nil, "check", "-s", other, "-w", wh, "-i", "team-a")
