@@ -241,3 +241,48 @@ func TestHealthKeyChangeAndStaleness(t *testing.T) {
 		t.Errorf("changed key: %s %v %v", r.Status, r.KeyChanges, err)
 	}
 }
+
+// The same across-runs rules on a PostgreSQL source: a session deleted
+// between runs is archived and disclosed; a changed capture_since is an
+// alarm; another database under the same name is refused.
+func TestAcrossRunsPostgres(t *testing.T) {
+	dsn := copyToPostgres(t, testkit.Fixture(t, "fresh-activated.db"))
+	wh := filepath.Join(t.TempDir(), "wh")
+	run := func(in Installation) (Result, error) {
+		res, err := Run(context.Background(), Options{Warehouse: wh, Installations: []Installation{in}})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return res, res.Outcomes[0].Err
+	}
+	first, err := run(Installation{Name: "team", Source: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := pgRows(t, dsn, `SELECT s.id, (SELECT count(*) FROM task_session_turns WHERE task_session_id = s.id), (SELECT count(*) FROM task_session_subagents WHERE task_session_id = s.id)
+		FROM task_sessions s WHERE (SELECT count(*) FROM task_session_subagents WHERE task_session_id = s.id) > 1 ORDER BY s.id LIMIT 1`)
+	p := strings.Split(rows[0], "|")
+	session, turns, subagents := p[0], p[1], p[2]
+	pgExec(t, dsn,
+		`DELETE FROM task_session_subagents WHERE task_session_id = '`+session+`'`,
+		`DELETE FROM task_session_messages WHERE task_session_id = '`+session+`'`,
+		`DELETE FROM task_session_turns WHERE task_session_id = '`+session+`'`,
+		`DELETE FROM task_sessions WHERE id = '`+session+`'`,
+		`UPDATE kandev_meta SET value = '2026-08-05T00:00:00Z' WHERE key = 'subagent_context_capture_since'`)
+	second, err := run(Installation{Name: "team", Source: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := testkit.Duck(t, wh)
+	if got := testkit.One(t, db, `SELECT sessions_deleted || '|' || turns_deleted || '|' || subagent_rows_deleted || '|' || deleted_detected_run_id || '|' || last_seen_run_id FROM deletions`); got != "1|"+turns+"|"+subagents+"|"+second.RunID+"|"+first.RunID {
+		t.Errorf("deletions on PostgreSQL: %s", got)
+	}
+	if got := testkit.One(t, db, `SELECT severity || '|' || (text LIKE '%"2026-08-05T00:00:00Z"%') FROM disclosures WHERE rule = 'activation_key_changed'`); got != "alarm|true" {
+		t.Errorf("activation_key_changed on PostgreSQL: %s", got)
+	}
+	db.Close()
+	other := copyToPostgres(t, testkit.Fixture(t, "upgraded-backfill.db"))
+	if _, err := run(Installation{Name: "team", Source: other}); !errors.Is(err, load.ErrSourceChanged) {
+		t.Errorf("another database under the same name: %v", err)
+	}
+}
