@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -34,11 +33,7 @@ func runProc(cmd *exec.Cmd) (proc, error) {
 	err := cmd.Run()
 	p := proc{Wall: time.Since(t0)}
 	if st := cmd.ProcessState; st != nil {
-		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-			p.User = time.Duration(ru.Utime.Nano())
-			p.Sys = time.Duration(ru.Stime.Nano())
-			p.MaxRSS = ru.Maxrss * 1024 // Linux reports KiB
-		}
+		p.User, p.Sys, p.MaxRSS = st.UserTime(), st.SystemTime(), maxRSS(st)
 	}
 	return p, err
 }
