@@ -40,7 +40,9 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 # Benchmarks print figures (no timed assertions live in tests); see docs/benchmarks.md.
-# The driver runs ./load's Parquet writer benchmarks itself and records them.
+# The driver times runs against the naive floors (sqlite3 CLI; psql and a throwaway
+# PostgreSQL server from the system binaries, as the tests use, unless BENCH_ARGS="-pg ''"),
+# and runs ./load's Parquet writer benchmarks itself and records them.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./transform
 	$(GO) run ./internal/bench $(BENCH_ARGS)

@@ -82,6 +82,9 @@ func TestRenderedSQLSQLite(t *testing.T) {
 	}
 	checkGolden(t, "sqlite", "writer_health", sqliteHealth)
 	checkGolden(t, "sqlite", "message_evidence", fmt.Sprintf(sqliteEvidence, "<rows: the subagent rows' bounded ids>", "<found: a row observed at or after ?1>"))
+	checkGolden(t, "sqlite", "message_pass_raw", msgPassRaw)
+	checkGolden(t, "sqlite", "message_pass_messages", msgPassMessages)
+	checkGolden(t, "sqlite", "message_pass_subagents", msgPassSubagents)
 }
 
 func TestRenderedSQLPostgres(t *testing.T) {
@@ -117,4 +120,6 @@ func TestRenderedSQLPostgres(t *testing.T) {
 	checkGolden(t, "postgres", "writer_health", fmt.Sprintf(pgHealth, "<exclusion of messages whose metadata is not JSON, after a failed first try>"))
 	checkGolden(t, "postgres", "message_evidence", fmt.Sprintf(pgEvidence, "<exclusion of messages whose metadata is not JSON, after a failed first try>",
 		"<rows: the subagent rows' ids>", "<found: a row observed at or after $1>"))
+	checkGolden(t, "postgres", "message_pass_messages", fmt.Sprintf(pgPassMessages, "<exclusion of messages whose metadata is not JSON, after a failed first try>"))
+	checkGolden(t, "postgres", "message_pass_subagents", pgPassSubagents)
 }

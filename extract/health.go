@@ -178,10 +178,14 @@ func (s *sqliteSnapshot) health(ctx context.Context, since time.Time) (models.He
 // timestamp literal rounded UP to the column's microsecond (a row is at or
 // after a nanosecond key exactly when it is at or after that microsecond);
 // %s is an optional exclusion of messages whose metadata is not JSON.
+// Metadata over maxMessageMetadata bytes is measured (octet_length reads the
+// TOAST header, not the value), never cast: it is counted as malformed, as
+// on SQLite (a value over 256 MiB cannot even be a jsonb).
 const pgHealth = `
 WITH msg AS (
-	SELECT m.task_session_id, m.task_id,
-		(CASE WHEN m.metadata IS NULL OR m.metadata = '' OR m.metadata = 'null' THEN '{}' ELSE m.metadata END)::jsonb AS meta
+	SELECT m.task_session_id, m.task_id, octet_length(m.metadata) > ` + maxMessageMetadata + ` AS oversize,
+		(CASE WHEN m.metadata IS NULL OR m.metadata = '' OR m.metadata = 'null' OR octet_length(m.metadata) > ` + maxMessageMetadata + `
+			THEN '{}' ELSE m.metadata END)::jsonb AS meta
 	FROM task_session_messages m
 	WHERE m.created_at >= $1::timestamp %s
 ),
@@ -201,7 +205,8 @@ since AS (
 	SELECT s.task_session_id, s.tool_call_id, s.observed_at AS observed
 	FROM task_session_subagents s WHERE s.observed_at >= $1::timestamp
 )
-SELECT` + HealthAggregates
+SELECT` + HealthAggregates + `,
+	(SELECT COUNT(*) FROM msg WHERE oversize)`
 
 func (p *pgSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
 	var c models.HealthCounts
@@ -209,7 +214,7 @@ func (p *pgSnapshot) health(ctx context.Context, since time.Time) (models.Health
 	run := func(exclude string, args ...any) error {
 		var last *time.Time
 		err := p.tx.QueryRow(ctx, fmt.Sprintf(pgHealth, exclude), args...).Scan(
-			&c.Shortfall, &c.Excess, &c.Expected, &c.Observed, &c.Collisions, &last)
+			&c.Shortfall, &c.Excess, &c.Expected, &c.Observed, &c.Collisions, &last, &c.MalformedMetadata)
 		if last != nil {
 			t := time.Date(last.Year(), last.Month(), last.Day(), last.Hour(), last.Minute(), last.Second(), last.Nanosecond(), time.UTC)
 			c.LastObserved = &t
@@ -238,17 +243,19 @@ func (p *pgSnapshot) health(ctx context.Context, since time.Time) (models.Health
 	if err != nil {
 		return c, err
 	}
-	c.MalformedMetadata = int64(len(bad))
 	if err := run("AND NOT (m.id = ANY($2))", bound, bad); err != nil {
 		return c, p.src.wrap("writer health", "task_session_messages", err)
 	}
+	c.MalformedMetadata += int64(len(bad))
 	return c, nil
 }
 
 // malformedMessages lists messages since bound whose metadata is not JSON.
 func (p *pgSnapshot) malformedMessages(ctx context.Context, bound string) ([]string, error) {
+	// An oversized value is not read (it is counted apart, and never cast).
 	rows, err := p.tx.Query(ctx, `SELECT id, metadata FROM task_session_messages
-		WHERE created_at >= $1::timestamp AND metadata IS NOT NULL AND metadata NOT IN ('', 'null')`, bound)
+		WHERE created_at >= $1::timestamp AND metadata IS NOT NULL AND octet_length(metadata) <= `+maxMessageMetadata+`
+			AND metadata NOT IN ('', 'null')`, bound)
 	if err != nil {
 		return nil, p.src.wrap("writer health", "task_session_messages", err)
 	}

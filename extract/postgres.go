@@ -28,7 +28,8 @@ type PostgresSource struct {
 	secrets  []string // only to scrub them from driver errors
 	conn     *pgx.Conn
 	guard    *stallGuard
-	connect  time.Duration // the connect timeout in effect
+	connect  time.Duration   // the connect timeout in effect
+	cfg      *pgx.ConnConfig // to open a fork's connection (fork.go)
 }
 
 // OpenPostgres connects to dsn (URL or keyword form). The password is never
@@ -65,6 +66,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts OpenOptions) (*PostgresS
 		}
 		return s.guard.watch(conn), nil
 	}
+	s.cfg = cfg.Copy()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		if ctx.Err() == nil && !s.guard.fired.Load() && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)) {
@@ -258,6 +260,28 @@ func (w *watchedConn) run() {
 // Begin opens a REPEATABLE READ READ ONLY transaction: one snapshot for
 // keys, schema, facts, dimensions and the health check.
 func (s *PostgresSource) Begin(ctx context.Context) (models.Snapshot, error) {
+	snap, err := s.begin(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	if snap.exportErr != "" {
+		// The export failed and aborted the transaction: begin again, on a
+		// snapshot that no second reader can share (fork.go).
+		snap.tx.Rollback(ctx)
+		why := snap.exportErr
+		if snap, err = s.begin(ctx, false); err != nil {
+			return nil, err
+		}
+		snap.exportErr = why
+	}
+	return snap, nil
+}
+
+// begin starts the snapshot's transaction and, with export, exports the
+// snapshot for a fork (pg_export_snapshot: not in a subtransaction, so it
+// is done here, first; its error is kept in exportErr, the transaction
+// then being aborted).
+func (s *PostgresSource) begin(ctx context.Context, export bool) (*pgSnapshot, error) {
 	tx, err := s.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, s.wrap("begin snapshot", "", err)
@@ -274,7 +298,17 @@ func (s *PostgresSource) Begin(ctx context.Context) (models.Snapshot, error) {
 		tx.Rollback(ctx)
 		return nil, s.wrap("begin snapshot", "", err)
 	}
-	return &pgSnapshot{src: s, tx: tx, at: at}, nil
+	snap := &pgSnapshot{src: s, tx: tx, at: at}
+	if export {
+		if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&snap.exported); err != nil {
+			if ctx.Err() != nil || s.guard.fired.Load() {
+				tx.Rollback(ctx)
+				return nil, s.wrap("begin snapshot", "", err)
+			}
+			snap.exportErr = "pg_export_snapshot: " + scrub(err.Error(), s.secrets)
+		}
+	}
+	return snap, nil
 }
 
 // idleInTransactionTimeout is the server-side bound on an idle snapshot
@@ -284,16 +318,26 @@ func idleInTransactionTimeout(stall time.Duration) time.Duration {
 }
 
 type pgSnapshot struct {
-	src *PostgresSource
-	tx  pgx.Tx
-	at  time.Time
+	src   *PostgresSource
+	tx    pgx.Tx
+	at    time.Time
+	owned bool // a fork: its source (connection) is closed with it
+	// exported is the snapshot's id for a fork (pg_export_snapshot), or
+	// exportErr why there is none.
+	exported, exportErr string
 }
 
 func (p *pgSnapshot) At() time.Time { return p.at }
 func (p *pgSnapshot) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return p.tx.Rollback(ctx)
+	err := p.tx.Rollback(ctx)
+	if p.owned {
+		if cerr := p.src.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 func (p *pgSnapshot) TableExists(ctx context.Context, table string) (bool, error) {

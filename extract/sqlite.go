@@ -26,8 +26,9 @@ var _ models.Source = (*SQLiteSource)(nil)
 // (mode=ro, query_only) so that it cannot write, and works on a store that
 // Kandev holds open in WAL mode.
 type SQLiteSource struct {
-	Path string
-	db   *sql.DB
+	Path      string
+	db        *sql.DB
+	immutable bool // opened with immutable=1 (see immutableFallback)
 }
 
 // BusyTimeout is how long a read waits for a lock that another connection
@@ -73,13 +74,17 @@ func OpenSQLite(ctx context.Context, path string) (*SQLiteSource, error) {
 }
 
 func sqliteDSN(path string, immutable bool) string {
+	return sqliteDSNWith(path, immutable, BusyTimeout)
+}
+
+func sqliteDSNWith(path string, immutable bool, busy time.Duration) string {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	if immutable {
 		q.Set("immutable", "1")
 	}
 	q.Add("_pragma", "query_only(1)")
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
@@ -100,7 +105,7 @@ func (s *SQLiteSource) immutableFallback(ctx context.Context, cause error) *SQLi
 		return nil
 	}
 	db.SetMaxOpenConns(1)
-	f := &SQLiteSource{Path: s.Path, db: db}
+	f := &SQLiteSource{Path: s.Path, db: db, immutable: true}
 	if f.probe(ctx) != nil {
 		db.Close()
 		return nil
@@ -140,8 +145,14 @@ func (s *SQLiteSource) Close() error            { return s.db.Close() }
 
 // Begin starts one read transaction and pins its snapshot with a first read.
 func (s *SQLiteSource) Begin(ctx context.Context) (models.Snapshot, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// A dedicated connection: Fork reaches the driver's handle through it.
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
+		return nil, s.wrap("begin read transaction", err)
+	}
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		conn.Close()
 		return nil, s.wrap("begin read transaction", err)
 	}
 	at := time.Now().UTC()
@@ -149,19 +160,36 @@ func (s *SQLiteSource) Begin(ctx context.Context) (models.Snapshot, error) {
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
 		tx.Rollback()
+		conn.Close()
 		return nil, s.wrap("read schema", err)
 	}
-	return &sqliteSnapshot{src: s, tx: tx, at: at}, nil
+	return &sqliteSnapshot{src: s, conn: conn, tx: tx, at: at}, nil
 }
 
 type sqliteSnapshot struct {
-	src *SQLiteSource
-	tx  *sql.Tx
-	at  time.Time
+	src  *SQLiteSource
+	conn *sql.Conn
+	tx   *sql.Tx
+	at   time.Time
+	db   *sql.DB // a fork's own database handle (closed with it)
 }
 
 func (s *sqliteSnapshot) At() time.Time { return s.at }
-func (s *sqliteSnapshot) Close() error  { return s.tx.Rollback() }
+func (s *sqliteSnapshot) Close() error {
+	var err error
+	if s.tx != nil {
+		err = s.tx.Rollback()
+	}
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.db != nil {
+		if cerr := s.db.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
 
 func (s *sqliteSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	ok, err := s.TableExists(ctx, "kandev_meta")

@@ -1,14 +1,17 @@
 // Command bench is `make bench`'s end-to-end driver: it generates (or reuses)
-// Kandev-format stores under .bench/, times full `kandev-extract run`s of the
-// real CLI binary (wall, CPU, peak RSS from wait4, per-stage times from the
-// run's JSON logs, output size) and the floor — Debian's sqlite3 CLI running
-// the same source reads with output to /dev/null — on the same store in the
-// same invocation, prints a table per size with the ratio run/floor, and
-// rewrites the generated part of docs/benchmarks.md.
+// Kandev-format stores under .bench/ — generated ones (large, medium), one
+// grown from the real fresh-activated fixture, pathological ones — loads
+// some into a throwaway PostgreSQL server, times full `kandev-extract run`s
+// of the real CLI binary (wall, CPU, peak RSS from wait4, per-stage times
+// from the run's JSON logs, output size) and the floor — the job's reads
+// done naively by a native tool (floor.go) — alternately on the same store
+// in the same invocation, prints a table per store with the ratio
+// run/floor, times a nightly schedule on an unchanged store, and rewrites
+// the generated part of docs/benchmarks.md.
 //
-//	go run ./internal/bench                      # large and medium (make bench)
-//	go run ./internal/bench -sizes medium -runs 1  # quick
-//	make bench BENCH_ARGS="-sizes small -out ''"
+//	go run ./internal/bench                      # everything (make bench)
+//	go run ./internal/bench -sizes medium -pg '' -hostile=false -nightly 0 -runs 1  # quick
+//	make bench BENCH_ARGS="-sizes small -pg small -out ''"
 //
 // No figure here is asserted: the benchmark reports, the tests assert.
 package main
@@ -27,25 +30,37 @@ import (
 )
 
 type config struct {
-	sizes    []size
-	runs     int
-	dir      string
-	out      string
-	bin      string
-	sqlite3  string
-	floor    bool
-	parquet  int
-	keep     bool
-	genOnly  bool
-	repoRoot string
+	sizes       []size
+	pgSizes     []size
+	hostile     bool
+	nightly     int
+	nightlySize size
+	specFloor   bool
+	pgServe     string
+	runs        int
+	dir         string
+	out         string
+	bin         string
+	sqlite3     string
+	floor       bool
+	parquet     int
+	keep        bool
+	genOnly     bool
+	repoRoot    string
 }
 
 func main() {
 	var (
-		c     config
-		sizes string
+		c                        config
+		sizes, pgSizes, nightlyS string
 	)
-	flag.StringVar(&sizes, "sizes", "large,medium", "comma-separated store sizes: large (scale 1.0), medium (0.1), small (0.01) or scale=F")
+	flag.StringVar(&sizes, "sizes", "large,medium,grown", "comma-separated SQLite stores: large (scale 1.0), medium (0.1), small (0.01), scale=F, or grown[=N] (the fresh-activated fixture ×400, or ×N)")
+	flag.StringVar(&pgSizes, "pg", "large,medium", "comma-separated sizes to load into a throwaway PostgreSQL server and time there ('' = none)")
+	flag.BoolVar(&c.hostile, "hostile", true, "measure peak RSS on the pathological stores (SQLite, and PostgreSQL when -pg is not empty)")
+	flag.IntVar(&c.nightly, "nightly", 3, "nightly schedule on an unchanged store: N runs into one warehouse with --retention N, then one with --retention 1 (0 = skip)")
+	flag.StringVar(&nightlyS, "nightly-size", "medium", "the store of the nightly schedule")
+	flag.StringVar(&c.pgServe, "pg-serve", "", "load this size into a throwaway PostgreSQL server, print its DSN and keep it running until interrupted (for profiling the PostgreSQL reads by hand)")
+	flag.BoolVar(&c.specFloor, "spec-floor", true, "also time the previous floor (the extractor's own scan SQL), once per SQLite store")
 	flag.IntVar(&c.runs, "runs", 0, "timed runs (and floors) per size, reporting medians; 0 = 3 for stores under 1 GiB, 2 above")
 	flag.StringVar(&c.dir, "dir", ".bench", "cache directory for stores, the binary and warehouses (gitignored)")
 	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "markdown file whose generated section is rewritten ('' = print only)")
@@ -61,9 +76,25 @@ func main() {
 	}
 	flag.Parse()
 	var err error
-	if c.sizes, err = parseSizes(sizes); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
+	if strings.TrimSpace(sizes) != "" {
+		if c.sizes, err = parseSizes(sizes); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+	}
+	if strings.TrimSpace(pgSizes) != "" {
+		if c.pgSizes, err = parseSizes(pgSizes); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -pg:", err)
+			os.Exit(2)
+		}
+	}
+	if c.nightly > 0 {
+		ns, err := parseSizes(nightlyS)
+		if err != nil || len(ns) != 1 {
+			fmt.Fprintln(os.Stderr, "bench: -nightly-size: one size")
+			os.Exit(2)
+		}
+		c.nightlySize = ns[0]
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -96,10 +127,28 @@ func run(ctx context.Context, c config) error {
 	mach := describeMachine(ctx, c.sqlite3)
 	logf("machine: %s", mach.oneLine())
 
-	stores := make([]string, len(c.sizes))
-	infos := make([]storeInfo, len(c.sizes))
-	for i, sz := range c.sizes {
-		if stores[i], infos[i], err = ensureStore(ctx, c.dir, root, sz, logf); err != nil {
+	if c.pgServe != "" {
+		return servePostgres(ctx, c, root)
+	}
+	// Every store first: generation can take minutes.
+	stores := map[string]string{}
+	infos := map[string]storeInfo{}
+	need := append(append([]size{}, c.sizes...), c.pgSizes...)
+	if c.nightly > 0 {
+		need = append(need, c.nightlySize)
+	}
+	for _, sz := range need {
+		if _, ok := stores[sz.Name]; ok {
+			continue
+		}
+		if stores[sz.Name], infos[sz.Name], err = ensureStore(ctx, c.dir, root, sz, logf); err != nil {
+			return err
+		}
+	}
+	var hostile string
+	var hostileInfo storeInfo
+	if c.hostile {
+		if hostile, hostileInfo, err = ensureHostile(ctx, c.dir, root); err != nil {
 			return err
 		}
 	}
@@ -120,14 +169,59 @@ func run(ctx context.Context, c config) error {
 	}
 
 	var results []sizeResult
-	for i, sz := range c.sizes {
-		r, err := benchSize(ctx, c, sz, stores[i], infos[i])
-		if err != nil {
-			return fmt.Errorf("%s: %w", sz.Name, err)
-		}
+	report := func(r sizeResult) {
 		results = append(results, r)
 		fmt.Println()
 		fmt.Print(r.text())
+	}
+	for _, sz := range c.sizes {
+		r, err := benchSQLite(ctx, c, sz, stores[sz.Name], infos[sz.Name])
+		if err != nil {
+			return fmt.Errorf("%s: %w", sz.Name, err)
+		}
+		report(r)
+	}
+	if c.hostile {
+		r, err := benchHostile(ctx, c, "pathological (SQLite)", hostile, hostileInfo)
+		if err != nil {
+			return fmt.Errorf("pathological store: %w", err)
+		}
+		report(r)
+	}
+	if len(c.pgSizes) > 0 {
+		pg, err := startPostgres(ctx)
+		if err != nil {
+			return fmt.Errorf("postgres: %w (or pass -pg '')", err)
+		}
+		defer pg.stop()
+		for _, sz := range c.pgSizes {
+			r, err := benchPostgres(ctx, c, pg, sz, stores[sz.Name], infos[sz.Name])
+			if err != nil {
+				return fmt.Errorf("postgres %s: %w", sz.Name, err)
+			}
+			report(r)
+		}
+		if c.hostile {
+			src, info, err := pg.hostile(ctx, c.repoRoot)
+			if err != nil {
+				return fmt.Errorf("postgres pathological store: %w", err)
+			}
+			r, err := benchHostile(ctx, c, "pathological (PostgreSQL)", src, info)
+			if err != nil {
+				return fmt.Errorf("postgres pathological store: %w", err)
+			}
+			report(r)
+		}
+	}
+	var night *nightlyResult
+	if c.nightly > 0 {
+		n, err := benchNightly(ctx, c, c.nightlySize, stores[c.nightlySize.Name], c.nightly)
+		if err != nil {
+			return fmt.Errorf("nightly: %w", err)
+		}
+		night = &n
+		fmt.Println()
+		fmt.Print(n.text())
 	}
 	var pq []goBench
 	if c.parquet > 0 {
@@ -140,10 +234,12 @@ func run(ctx context.Context, c config) error {
 	mach.loadAfter = loadAverage()
 	total := time.Since(began)
 	fmt.Println()
+	fmt.Print(sideBySideText(results))
+	fmt.Println()
 	fmt.Print(targetsText(results, pq))
 	fmt.Printf("\nbench finished in %s (load average before %s, after %s)\n", total.Round(time.Second), mach.loadBefore, mach.loadAfter)
 	if c.out != "" {
-		if err := writeMarkdown(c.out, mach, results, pq, total); err != nil {
+		if err := writeMarkdown(c.out, mach, results, night, pq, total); err != nil {
 			return err
 		}
 		logf("wrote %s", c.out)

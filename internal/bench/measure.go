@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,8 @@ func runProc(cmd *exec.Cmd) (proc, error) {
 	err := cmd.Run()
 	p := proc{Wall: time.Since(t0)}
 	if st := cmd.ProcessState; st != nil {
-		p.User, p.Sys, p.MaxRSS = st.UserTime(), st.SystemTime(), maxRSS(st)
+		p.User, p.Sys = st.UserTime(), st.SystemTime()
+		p.MaxRSS = maxRSS(st) // rusage_*.go
 	}
 	return p, err
 }
@@ -45,8 +47,10 @@ type runStats struct {
 	TableRows  map[string]int64
 	Rows       int64 // every row read from the source tables
 	Subagents  int64
-	ParquetOut int64 // bytes of Parquet written
-	TotalOut   int64 // bytes in the warehouse (Parquet, DuckDB, manifests)
+	Pruned     int64  // runs retention removed
+	Failed     string // the error of a run that failed (pathological stores only)
+	ParquetOut int64  // bytes of Parquet written
+	TotalOut   int64  // bytes in the warehouse (Parquet, DuckDB, manifests)
 }
 
 // floorStats is one timed floor.
@@ -59,23 +63,37 @@ type floorStats struct {
 var stageNames = []string{"extract", "reader_wait", "transform", "parquet", "health", "publish", "duckdb"}
 
 var stageLabels = map[string]string{
-	"extract":     "extract (table scans' SQL)",
-	"reader_wait": "reader idle, waiting for the transformer",
+	"extract":     "extract (table scans, both readers)",
+	"reader_wait": "readers idle, waiting for the transformer",
 	"transform":   "transform (convert, classify, Arrow)",
 	"parquet":     "Parquet write (encode, zstd, fsync)",
-	"health":      "writer health (SQL)",
+	"health":      "message pass (evidence + writer health, second reader)",
 	"publish":     "publish (rename, manifest)",
-	"duckdb":      "DuckDB load (views rebuild)",
+	"duckdb":      "DuckDB rebuild (verify and materialize every retained run)",
 }
 
-func runExtractor(ctx context.Context, c config, store, wh string) (runStats, error) {
+// runExtractor runs `kandev-extract run` on source into wh (emptied first
+// when fresh), with extra arguments.
+func runExtractor(ctx context.Context, c config, source, wh string, fresh bool, extra ...string) (runStats, error) {
 	var rs runStats
-	if err := os.RemoveAll(wh); err != nil {
-		return rs, err
+	if fresh {
+		if err := os.RemoveAll(wh); err != nil {
+			return rs, err
+		}
 	}
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, c.bin, "run", "--source", store, "--warehouse", wh,
-		"--installation", "bench", "--log-format", "json")
+	args := append([]string{"run", "--source", source, "--warehouse", wh,
+		"--installation", "bench", "--log-format", "json"}, extra...)
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Env = os.Environ()
+	if u, err := url.Parse(source); err == nil && u.User != nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		// The password goes in the environment, as docs/postgres.md says.
+		if pw, ok := u.User.Password(); ok {
+			cmd.Env = append(cmd.Env, "PGPASSWORD="+pw)
+			u.User = url.User(u.User.Username())
+			cmd.Args[3] = u.String()
+		}
+	}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = &stderr
 	p, err := runProc(cmd)
@@ -103,10 +121,12 @@ func runExtractor(ctx context.Context, c config, store, wh string) (runStats, er
 					rs.Stages[s] = time.Duration(num(v) * float64(time.Millisecond))
 				}
 			}
-		case "duckdb views rebuilt":
+		case "duckdb views rebuilt", "warehouse.duckdb rebuilt":
 			rs.Stages["duckdb"] = time.Duration(num(l["elapsed_ms"]) * float64(time.Millisecond))
 		case "run committed":
 			rs.Subagents = int64(num(l["subagent_rows"]))
+		case "retention removed old runs":
+			rs.Pruned = int64(num(l["runs"]))
 		}
 	}
 	err = filepath.WalkDir(wh, func(p string, d fs.DirEntry, err error) error {
@@ -118,7 +138,8 @@ func runExtractor(ctx context.Context, c config, store, wh string) (runStats, er
 			return err
 		}
 		rs.TotalOut += fi.Size()
-		if strings.HasSuffix(p, ".parquet") {
+		// The run's own files (current/ holds copies of the served ones).
+		if rel, _ := filepath.Rel(wh, p); strings.HasSuffix(p, ".parquet") && !strings.HasPrefix(filepath.ToSlash(rel), "current/") {
 			rs.ParquetOut += fi.Size()
 		}
 		return nil
@@ -139,17 +160,8 @@ func num(v any) float64 {
 
 var runTime = regexp.MustCompile(`Run Time: real ([0-9.]+) user ([0-9.]+) sys ([0-9.]+)`)
 
-// floorGroup maps a floor statement to its line in the report.
-func floorGroup(name string) string {
-	switch name {
-	case "task_session_subagents":
-		return "subagent scan"
-	case "writer health":
-		return "writer health"
-	}
-	return "dimension scans"
-}
-
+// runFloor runs a SQLite floor script in the sqlite3 CLI (one timing per
+// line of the script).
 func runFloor(ctx context.Context, c config, store, script string, queries []floorQuery) (floorStats, error) {
 	var fs floorStats
 	in, err := os.Open(script)
@@ -167,22 +179,28 @@ func runFloor(ctx context.Context, c config, store, script string, queries []flo
 	}
 	m := runTime.FindAllStringSubmatch(stdout.String(), -1)
 	if len(m) != len(queries) {
-		return fs, fmt.Errorf("sqlite3 floor: %d timings for %d statements", len(m), len(queries))
+		return fs, fmt.Errorf("sqlite3 floor: %d timings for %d lines", len(m), len(queries))
 	}
 	fs.Parts = map[string]time.Duration{}
 	for i, q := range queries {
 		real, _ := strconv.ParseFloat(m[i][1], 64)
-		fs.Parts[floorGroup(q.Name)] += time.Duration(real * float64(time.Second))
+		fs.Parts[q.Name] += time.Duration(real * float64(time.Second))
 	}
 	return fs, nil
 }
 
-func writeFloorScript(path string, queries []floorQuery) error {
+// writeFloorScript writes a SQLite floor: one statement (or one line of
+// statements) per line, timed, output discarded.
+func writeFloorScript(path, what string, queries []floorQuery) error {
 	var b strings.Builder
-	b.WriteString("-- The floor (generated by internal/bench): the extractor's source reads, output discarded.\n")
+	fmt.Fprintf(&b, "-- %s (generated by internal/bench), output discarded.\n", what)
 	b.WriteString(".output /dev/null\n.timer on\n")
 	for _, q := range queries {
-		fmt.Fprintf(&b, "-- %s\n%s;\n", q.Name, strings.TrimSpace(q.SQL))
+		s := strings.TrimSpace(q.SQL)
+		if !strings.HasSuffix(s, ";") {
+			s += ";"
+		}
+		b.WriteString(s + "\n")
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -200,39 +218,53 @@ func warm(path string) (time.Duration, error) {
 	return time.Since(t0), err
 }
 
-// sizeResult is every measurement of one size.
+// sizeResult is every measurement of one store.
 type sizeResult struct {
-	Size   size
-	Store  string
-	Info   storeInfo
-	Warm   time.Duration
-	Runs   []runStats
-	Floors []floorStats
+	Size    size
+	Name    string // report name: the size, "PostgreSQL large", ...
+	Dialect string // "sqlite" or "postgres"
+	Store   string
+	Info    storeInfo
+	Warm    time.Duration
+	Load    time.Duration // PostgreSQL: loading the store into the server
+	Runs    []runStats
+	Floors  []floorStats
+	Spec    *floorStats // the previous floor, timed once
+	RSSOnly bool        // a pathological store: peak RSS is what is measured
 }
 
-func benchSize(ctx context.Context, c config, sz size, store string, info storeInfo) (sizeResult, error) {
-	r := sizeResult{Size: sz, Store: store, Info: info}
-	runs := c.runs
-	if runs <= 0 {
-		runs = 3
-		if info.Bytes > 1<<30 {
-			runs = 2
-		}
+// timedRuns is how many floor/run pairs a store gets.
+func (c config) timedRuns(bytes int64) int {
+	if c.runs > 0 {
+		return c.runs
 	}
+	if bytes > 1<<30 {
+		return 2
+	}
+	return 3
+}
+
+// benchSQLite times the floor and the run alternately on a SQLite store,
+// then the spec floor once.
+func benchSQLite(ctx context.Context, c config, sz size, store string, info storeInfo) (sizeResult, error) {
+	r := sizeResult{Size: sz, Name: sz.Name, Dialect: "sqlite", Store: store, Info: info}
+	runs := c.timedRuns(info.Bytes)
 	var (
 		queries []floorQuery
 		script  string
-		err     error
 	)
 	if c.floor {
-		if queries, err = floorScript(ctx, store); err != nil {
+		since, err := captureSince(ctx, store)
+		if err != nil {
 			return r, err
 		}
+		queries = naiveFloor(floorSQLite, since)
 		script = filepath.Join(c.dir, "floor-"+sz.Name+".sql")
-		if err := writeFloorScript(script, queries); err != nil {
+		if err := writeFloorScript(script, "The floor: floor-sqlite.sql with capture_since "+since, queries); err != nil {
 			return r, err
 		}
 	}
+	var err error
 	if r.Warm, err = warm(store); err != nil {
 		return r, err
 	}
@@ -246,18 +278,105 @@ func benchSize(ctx context.Context, c config, sz size, store string, info storeI
 				return r, err
 			}
 			r.Floors = append(r.Floors, f)
-			logf("%s: floor %d/%d: %s wall, %s CPU", sz.Name, i+1, runs, sec(f.Wall), sec(f.CPU()))
+			logf("%s: floor %d/%d: %s wall, %s CPU (load %s)", sz.Name, i+1, runs, sec(f.Wall), sec(f.CPU()), loadAverage())
 		}
-		rs, err := runExtractor(ctx, c, store, wh)
+		rs, err := runExtractor(ctx, c, store, wh, true)
 		if err != nil {
 			return r, err
 		}
 		r.Runs = append(r.Runs, rs)
-		logf("%s: run %d/%d: %s wall, %s CPU, peak RSS %s", sz.Name, i+1, runs, sec(rs.Wall), sec(rs.CPU()), human(rs.MaxRSS))
+		logf("%s: run %d/%d: %s wall, %s CPU, peak RSS %s (load %s)", sz.Name, i+1, runs, sec(rs.Wall), sec(rs.CPU()), human(rs.MaxRSS), loadAverage())
+	}
+	if c.floor && c.specFloor {
+		q, err := specFloor(ctx, store)
+		if err != nil {
+			return r, err
+		}
+		path := filepath.Join(c.dir, "specfloor-"+sz.Name+".sql")
+		if err := writeFloorScript(path, "The spec floor: the extractor's scan SQL and the old health comparison", q); err != nil {
+			return r, err
+		}
+		f, err := runFloor(ctx, c, store, path, q)
+		if err != nil {
+			return r, err
+		}
+		r.Spec = &f
+		logf("%s: spec floor: %s wall, %s CPU", sz.Name, sec(f.Wall), sec(f.CPU()))
 	}
 	if !c.keep {
 		os.RemoveAll(wh)
 	}
+	return r, nil
+}
+
+// benchPostgres loads a SQLite store into the bench's PostgreSQL server and
+// times its floor and the run alternately.
+func benchPostgres(ctx context.Context, c config, pg *pgServer, sz size, store string, info storeInfo) (sizeResult, error) {
+	r := sizeResult{Size: sz, Name: "PostgreSQL " + sz.Name, Dialect: "postgres", Store: store, Info: info}
+	db := "bench_" + strings.NewReplacer("-", "_", ".", "_").Replace(sz.Name)
+	t0 := time.Now()
+	counts, err := pg.load(ctx, c.repoRoot, db, store)
+	if err != nil {
+		return r, err
+	}
+	r.Load = time.Since(t0)
+	r.Info.Rows = counts
+	since, err := captureSince(ctx, store)
+	if err != nil {
+		return r, err
+	}
+	queries := naiveFloor(floorPostgres, since)
+	script := filepath.Join(c.dir, "floor-pg-"+sz.Name+".sql")
+	if err := writePGFloorScript(script, queries); err != nil {
+		return r, err
+	}
+	// Warm the server's caches: the floor once, untimed.
+	if _, err := runPGFloor(ctx, pg, db, script, queries); err != nil {
+		return r, err
+	}
+	dsn := pg.c.DSN(db)
+	wh := filepath.Join(c.dir, "wh-pg-"+sz.Name)
+	runs := c.timedRuns(info.Bytes)
+	for i := 0; i < runs; i++ {
+		f, err := runPGFloor(ctx, pg, db, script, queries)
+		if err != nil {
+			return r, err
+		}
+		r.Floors = append(r.Floors, f)
+		logf("%s: floor %d/%d: %s wall (load %s)", r.Name, i+1, runs, sec(f.Wall), loadAverage())
+		rs, err := runExtractor(ctx, c, dsn, wh, true)
+		if err != nil {
+			return r, err
+		}
+		r.Runs = append(r.Runs, rs)
+		logf("%s: run %d/%d: %s wall, %s CPU, peak RSS %s (load %s)", r.Name, i+1, runs, sec(rs.Wall), sec(rs.CPU()), human(rs.MaxRSS), loadAverage())
+	}
+	if !c.keep {
+		os.RemoveAll(wh)
+	}
+	if err := pg.c.Exec(ctx, "postgres", "DROP DATABASE "+db); err != nil {
+		logf("postgres: %v", err)
+	}
+	return r, nil
+}
+
+// benchHostile runs the extractor on a pathological store for its peak
+// RSS (no floor).
+func benchHostile(ctx context.Context, c config, name, source string, info storeInfo) (sizeResult, error) {
+	r := sizeResult{Name: name, Size: size{Name: name}, Store: source, Info: info, RSSOnly: true, Dialect: "sqlite"}
+	if strings.HasPrefix(source, "postgres") {
+		r.Dialect = "postgres"
+	}
+	wh := filepath.Join(c.dir, "wh-hostile")
+	rs, err := runExtractor(ctx, c, source, wh, true)
+	if err != nil {
+		// Reported, not fatal: a run that fails on such a store is a finding.
+		rs.Failed = strings.Join(strings.Fields(tail(err.Error(), 600)), " ")
+		logf("%s: run FAILED: %v", name, err)
+	}
+	r.Runs = append(r.Runs, rs)
+	logf("%s: run: %s wall, %s CPU, peak RSS %s", name, sec(rs.Wall), sec(rs.CPU()), human(rs.MaxRSS))
+	os.RemoveAll(wh)
 	return r, nil
 }
 

@@ -2,7 +2,7 @@ WITH msg AS (
 	SELECT turn_id, task_session_id, task_id, meta #>> '{tool_call_id}' AS tcid, created_at AS created
 	FROM (SELECT m.turn_id, m.task_session_id, m.task_id, m.created_at, m.metadata::jsonb AS meta
 		FROM task_session_messages m
-		WHERE m.metadata IS NOT NULL AND m.metadata NOT IN ('', 'null')
+		WHERE m.metadata IS NOT NULL AND octet_length(m.metadata) <= 1048576 AND m.metadata NOT IN ('', 'null')
 			AND (strpos(m.metadata, 'subagent_task') > 0 OR strpos(m.metadata, '\') > 0) <exclusion of messages whose metadata is not JSON, after a failed first try>) x
 	WHERE meta #>> '{normalized,kind}' = 'subagent_task' AND jsonb_typeof(meta -> 'tool_call_id') = 'string'
 		AND meta #>> '{tool_call_id}' <> ''

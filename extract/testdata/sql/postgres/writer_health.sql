@@ -1,6 +1,7 @@
 WITH msg AS (
-	SELECT m.task_session_id, m.task_id,
-		(CASE WHEN m.metadata IS NULL OR m.metadata = '' OR m.metadata = 'null' THEN '{}' ELSE m.metadata END)::jsonb AS meta
+	SELECT m.task_session_id, m.task_id, octet_length(m.metadata) > 1048576 AS oversize,
+		(CASE WHEN m.metadata IS NULL OR m.metadata = '' OR m.metadata = 'null' OR octet_length(m.metadata) > 1048576
+			THEN '{}' ELSE m.metadata END)::jsonb AS meta
 	FROM task_session_messages m
 	WHERE m.created_at >= $1::timestamp <exclusion of messages whose metadata is not JSON, after a failed first try>
 ),
@@ -28,4 +29,5 @@ SELECT
 	(SELECT COUNT(*) FROM expected),
 	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
 	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
-	(SELECT MAX(observed) FROM since)
+	(SELECT MAX(observed) FROM since),
+	(SELECT COUNT(*) FROM msg WHERE oversize)

@@ -1,0 +1,990 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/transform"
+)
+
+// The message pass (SQLite): the message evidence and the writer-health
+// counts from ONE streaming read of task_session_messages and ONE of
+// task_session_subagents, neither sorted nor joined in SQL; the set logic
+// (distinct keys, anti-joins, per-turn and per-session counts) is done in
+// Go on compact hashed keys.
+//
+// It computes exactly what the SQL of messages.go (sqliteEvidence) and
+// health.go (sqliteHealth) compute — TestMessagePassMatchesSQL compares the
+// two on every fixture and on hostile stores — with two deliberate
+// approximations of the same kind as the deletion detection's
+// (pipeline/deletions.go): keys are compared through hashes, 128 bits for
+// a (session, tool call) key, and for a tool call within one turn or one
+// session the turn or session itself exactly and the tool call by 64 bits
+// (a wrong count needs two different tool call ids of one turn to collide
+// in 64 bits: about 10^-13 for a million rows); and a message identifier
+// over 1 MiB is compared by its length only where writer health compares
+// the whole value (the evidence query already read it as NULL).
+//
+// SQL does per row only what must be read inside SQLite: the bounded ids,
+// json_valid of the metadata (the malformed count needs it for every
+// message), and, behind the exact pre-filter, the kind and tool_call_id of
+// the candidates. Memory: about 16 bytes per subagent-task message for each
+// of the turn and session sets, 32 per message at or after capture_since,
+// 32 per subagent row at or after it, and the per-turn and per-session
+// evidence maps the transformer reads anyway; SQLite holds no sorter and no
+// temporary table.
+
+// msgPassMessages: every message whose metadata is not NULL and that
+// matters — malformed (not JSON, or over the 1 MiB read bound: ok = 0) or a
+// subagent-task message (ok = 1) — with its bounded ids, a bitmask of which
+// id is over the bound (1 turn, 2 session, 4 task), the created_at text
+// (bounded), and the tool_call_id of a subagent-task message.
+//
+// The inner query computes each function once per row (it is not
+// flattened); the metadata is passed on only when within the read bound
+// (octet_length reads no content, so an oversized value is measured, never
+// loaded), and json_valid, the one full parse every message may need, runs
+// only where its answer is used: on the candidates of the exact pre-filter
+// (a JSON string that decodes to subagent_task is spelled out or escaped,
+// which needs a backslash), and on the other messages only when they may be
+// at or after capture_since, for the malformed count. That test is
+// lexical and exact as a pre-filter: every form a stored timestamp takes
+// (transform.ParseStamp) begins with its local date, and its offset is
+// under a day, so a message at or after capture_since C has a created_at
+// not before the date of C minus a day (?1; NULL: no capture_since).
+// The outer query keeps the malformed messages and the subagent-task ones;
+// json_extract runs on the latter only, and its second call finds the
+// parse in SQLite's JSON cache.
+const msgPassMessages = `
+SELECT turn_id, task_session_id, task_id, over, created_at, ok,
+	CASE WHEN ok THEN json_extract(meta, '$.tool_call_id') END
+FROM (SELECT turn_id, task_session_id, task_id, over, created_at, cand,
+		CASE WHEN sized IS NULL THEN NULL WHEN NOT sized THEN 0
+			WHEN cand OR recent THEN json_valid(meta) END AS ok,
+		CASE WHEN cand THEN meta END AS meta
+	FROM (SELECT turn_id, task_session_id, task_id, over, created_at, sized, recent, meta,
+			instr(meta, 'subagent_task') > 0 OR instr(meta, '\') > 0 AS cand
+		FROM (SELECT CASE WHEN octet_length(m.turn_id) <= 1048576 THEN m.turn_id END AS turn_id,
+				CASE WHEN octet_length(m.task_session_id) <= 1048576 THEN m.task_session_id END AS task_session_id,
+				CASE WHEN octet_length(m.task_id) <= 1048576 THEN m.task_id END AS task_id,
+				(octet_length(m.turn_id) > 1048576) | ((octet_length(m.task_session_id) > 1048576) << 1) | ((octet_length(m.task_id) > 1048576) << 2) AS over,
+				CASE WHEN octet_length(m.created_at) <= 64 THEN m.created_at END AS created_at,
+				CASE WHEN octet_length(m.metadata) > ` + maxMessageMetadata + ` THEN 0 WHEN m.metadata IN ('', 'null') THEN NULL ELSE 1 END AS sized,
+				m.created_at >= ?1 AS recent,
+				CASE WHEN octet_length(m.metadata) <= ` + maxMessageMetadata + ` THEN m.metadata END AS meta
+			FROM task_session_messages m WHERE m.metadata IS NOT NULL /*sessions*/ LIMIT -1 OFFSET 0)
+		LIMIT -1 OFFSET 0)
+	LIMIT -1 OFFSET 0)
+WHERE ok = 0 OR (ok AND cand AND json_extract(meta, '$.normalized.kind') = 'subagent_task')`
+
+// msgPassSubagents: every subagent row's bounded ids and observed_at.
+const msgPassSubagents = `
+SELECT CASE WHEN octet_length(turn_id) <= 1048576 THEN turn_id END,
+	CASE WHEN octet_length(task_session_id) <= 1048576 THEN task_session_id END,
+	CASE WHEN octet_length(tool_call_id) <= 1048576 THEN tool_call_id END,
+	CASE WHEN octet_length(observed_at) <= 64 THEN observed_at END
+FROM task_session_subagents`
+
+// msgPassRaw is the main read of the messages: every message whose
+// metadata is not NULL, its bounded ids and created_at, and the metadata
+// itself when within the read bound (NULL over it: measured by
+// octet_length, never loaded). The JSON work is done in the process
+// (jsonscan.go), on the TEXT values; a message whose metadata is another
+// type (a BLOB, a number) is read again through msgPassMessages, by rowid,
+// for SQLite's own json_valid and json_extract.
+const msgPassRaw = `
+SELECT CASE WHEN octet_length(m.turn_id) <= 1048576 THEN m.turn_id WHEN m.turn_id IS NOT NULL THEN ` + overlongMarker + ` END,
+	CASE WHEN octet_length(m.task_session_id) <= 1048576 THEN m.task_session_id WHEN m.task_session_id IS NOT NULL THEN ` + overlongMarker + ` END,
+	CASE WHEN octet_length(m.task_id) <= 1048576 THEN m.task_id WHEN m.task_id IS NOT NULL THEN ` + overlongMarker + ` END,
+	CASE WHEN octet_length(m.created_at) <= 64 THEN m.created_at END,
+	CASE WHEN octet_length(m.metadata) <= ` + maxMessageMetadata + ` THEN m.metadata END
+FROM task_session_messages m WHERE m.metadata IS NOT NULL`
+
+// overlongMarker stands, in msgPassRaw, for an id over the 1 MiB read
+// bound (read as NULL by the evidence, compared whole by writer health): a
+// 16-byte BLOB no Kandev id is.
+const overlongMarker = `X'6b782d6f7665726c6f6e672d69642e00'`
+
+var overlongBytes = string([]byte{0x6b, 0x78, 0x2d, 0x6f, 0x76, 0x65, 0x72, 0x6c, 0x6f, 0x6e, 0x67, 0x2d, 0x69, 0x64, 0x2e, 0x00})
+
+// ReadMessages reads the message evidence and, when healthSince is set,
+// the writer-health counts (spec AC-28, AC-29), for activity at or after
+// since (nil: no shortfall is measured). subagents says whether
+// task_session_subagents exists. On SQLite it makes one pass over each
+// table (above); on PostgreSQL it runs the evidence and health queries.
+//
+// healthSince is the instant writer health compares with: since, unless
+// capture_since is not a usable instant while health still runs (then the
+// two queries run as they are).
+func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time) (MessageEvidence, *models.HealthCounts, error) {
+	health := healthSince != nil
+	inner, mask := snap, func(err error) error { return err }
+	if m, ok := snap.(*maskedSnapshot); ok {
+		inner, mask = m.Snapshot, m.mask.err
+	}
+	if health && (since == nil || !since.Equal(*healthSince) || !subagents) {
+		inner = nil // the two queries, as they are
+	}
+	if pg, ok := inner.(*pgSnapshot); ok {
+		ev, c, err := pg.readMessages(ctx, since, subagents, health)
+		return ev, c, mask(err)
+	}
+	s, ok := inner.(*sqliteSnapshot)
+	if !ok {
+		ev, err := ReadMessageEvidence(ctx, snap, since, subagents)
+		if err != nil || !health {
+			return ev, nil, err
+		}
+		c, err := HealthCounts(ctx, snap, *healthSince)
+		return ev, &c, err
+	}
+	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
+	if health {
+		if err := checkHealthSchema(ctx, s, s.src.Path); err != nil {
+			return ev, nil, mask(err)
+		}
+	}
+	okTable, err := s.TableExists(ctx, "task_session_messages")
+	if err != nil || !okTable {
+		if err == nil && health {
+			err = &models.MissingTableError{Source: s.src.Path, Table: "task_session_messages"}
+		}
+		return ev, nil, mask(err)
+	}
+	cols, err := s.Columns(ctx, "task_session_messages")
+	if err != nil {
+		return ev, nil, mask(err)
+	}
+	if err := requireColumns(s.src.Path, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
+		return ev, nil, mask(err)
+	}
+	p := newMsgPass(since, subagents, health)
+	if err := s.tx.QueryRowContext(ctx, `SELECT count(*) FROM task_session_messages`).Scan(&ev.MessagesRead); err != nil {
+		return ev, nil, mask(s.src.wrap("count task_session_messages", err))
+	}
+	if err := s.rawStream(ctx, "message pass over task_session_messages", msgPassRaw, p.raw); err != nil {
+		return ev, nil, mask(err)
+	}
+	if p.odd {
+		// Some metadata is not TEXT: SQLite's JSON functions decide for
+		// those messages (a second, filtered pass: such values are not
+		// Kandev's).
+		q := strings.Replace(msgPassMessages, "/*sessions*/", `AND typeof(m.metadata) NOT IN ('text', 'null')`, 1)
+		if err := s.rawStream(ctx, "message pass over task_session_messages", q, p.message, p.recentBound()); err != nil {
+			return ev, nil, mask(err)
+		}
+	}
+	p.sealMessages()
+	if subagents {
+		if err := s.rawStream(ctx, "message pass over task_session_subagents", msgPassSubagents, p.subagent); err != nil {
+			return ev, nil, mask(err)
+		}
+	}
+	counts := p.finish(&ev)
+	if len(p.missingKeys) > 0 {
+		// The shortfall's tool call ids were not kept: read them back from
+		// the sessions' messages (a shortfall is rare and small).
+		if err := p.readMissing(ctx, s, &ev); err != nil {
+			return ev, nil, mask(err)
+		}
+	}
+	if !health {
+		return ev, nil, nil
+	}
+	return ev, &counts, nil
+}
+
+// rawStream runs q and hands each row to fn with the driver's types kept
+// (stream turns BLOBs into strings; SQL compares a BLOB and a TEXT as
+// different values, and so does the message pass).
+func (s *sqliteSnapshot) rawStream(ctx context.Context, what, q string, fn func(row []any) error, args ...any) error {
+	rows, err := s.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return s.src.wrap("read "+what, err)
+	}
+	defer rows.Close()
+	n := len(mustColumns(rows))
+	vals := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return s.src.wrap("read "+what, err)
+		}
+		if err := fn(vals); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.src.wrap("read "+what, err)
+	}
+	return nil
+}
+
+// Typed hashing of SQL values: the storage class is part of the key, as in
+// SQL's DISTINCT, EXCEPT and UNION (an INTEGER and a REAL of equal value
+// are the same value; a TEXT and a BLOB of the same bytes are not).
+var passSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+const (
+	tagNull = iota + 1
+	tagNum
+	tagText
+	tagBlob
+	tagOverlong // an id over the 1 MiB read bound, by its length
+)
+
+// sqlValue is a SQL value as the driver returned it, classified.
+type sqlValue struct {
+	tag  byte
+	s    string // text or blob bytes
+	n    uint64 // a number's canonical bits, or an overlong id's length
+	isNu bool
+}
+
+func classifyValue(v any) sqlValue {
+	switch x := v.(type) {
+	case nil:
+		return sqlValue{tag: tagNull}
+	case string:
+		return sqlValue{tag: tagText, s: x}
+	case []byte:
+		return sqlValue{tag: tagBlob, s: string(x)}
+	case int64:
+		return sqlValue{tag: tagNum, n: uint64(x)}
+	case float64:
+		if x == math.Trunc(x) && x >= -9.2e18 && x <= 9.2e18 {
+			return sqlValue{tag: tagNum, n: uint64(int64(x))}
+		}
+		if x == 0 {
+			x = 0 // -0 is 0
+		}
+		return sqlValue{tag: tagNum, n: math.Float64bits(x) ^ 1<<63, isNu: true}
+	case bool:
+		if x {
+			return sqlValue{tag: tagNum, n: 1}
+		}
+		return sqlValue{tag: tagNum}
+	case time.Time:
+		// Not produced for the expression columns read here.
+		return sqlValue{tag: tagText, s: x.String()}
+	}
+	return sqlValue{tag: tagText, s: fmt.Sprint(v)}
+}
+
+func (v sqlValue) null() bool { return v.tag == tagNull }
+
+// nonEmpty is COALESCE(v, ”) <> ”.
+func (v sqlValue) nonEmpty() bool { return v.tag != tagNull && !(v.tag == tagText && v.s == "") }
+
+func (v sqlValue) write(h *maphash.Hash) {
+	h.WriteByte(v.tag)
+	switch v.tag {
+	case tagText, tagBlob:
+		var n [8]byte
+		putUint64(n[:], uint64(len(v.s)))
+		h.Write(n[:])
+		h.WriteString(v.s)
+	case tagNum, tagOverlong:
+		var n [9]byte
+		putUint64(n[:], v.n)
+		if v.isNu {
+			n[8] = 1
+		}
+		h.Write(n[:])
+	}
+}
+
+func putUint64(b []byte, v uint64) {
+	for i := 0; i < 8; i++ {
+		b[i] = byte(v >> (8 * i))
+	}
+}
+
+type key128 [2]uint64
+
+func cmpKey(a, b key128) int {
+	switch {
+	case a[0] < b[0]:
+		return -1
+	case a[0] > b[0]:
+		return 1
+	case a[1] < b[1]:
+		return -1
+	case a[1] > b[1]:
+		return 1
+	}
+	return 0
+}
+
+// hashPair is the 128-bit key of a pair of values.
+func (p *msgPass) hashPair(a, b sqlValue) key128 {
+	var k key128
+	for i := range k {
+		h := &p.h[i]
+		h.Reset()
+		a.write(h)
+		b.write(h)
+		k[i] = h.Sum64()
+	}
+	return k
+}
+
+// pairKey is the key of a (session, tool call) pair: hashPair, with its
+// lowest bit saying whether the pair is plain — two TEXT values without a
+// ':' — so that the distinct concatenations of collisions can be counted
+// from the distinct keys (see finish).
+func (p *msgPass) pairKey(a, b sqlValue) key128 {
+	k := p.hashPair(a, b)
+	k[1] &^= 1
+	if plainPair(a, b) {
+		k[1] |= 1
+	}
+	return k
+}
+
+func plainPair(a, b sqlValue) bool {
+	return a.tag == tagText && b.tag == tagText && !strings.Contains(a.s, ":") && !strings.Contains(b.s, ":")
+}
+
+// hashConcat is the 128-bit key of a || ':' || b (both not NULL): the
+// text of the concatenation, whatever the storage classes.
+func (p *msgPass) hashConcat(a, b sqlValue) key128 {
+	var k key128
+	for i := range k {
+		h := &p.h[i]
+		h.Reset()
+		h.WriteString(a.text())
+		h.WriteByte(':')
+		h.WriteString(b.text())
+		k[i] = h.Sum64()
+	}
+	return k
+}
+
+// text is the value as || renders it (only TEXT and BLOB ids reach it).
+func (v sqlValue) text() string {
+	if v.tag == tagNum && !v.isNu {
+		return strconv.FormatInt(int64(v.n), 10)
+	}
+	return v.s
+}
+
+func (p *msgPass) hash64(v sqlValue) uint64 {
+	h := &p.h[0]
+	h.Reset()
+	v.write(h)
+	return h.Sum64()
+}
+
+// member is one tool call of a turn or session: the group exactly (its
+// index in the pass's table of turns or sessions), the tool call by a
+// 64-bit hash (two halves: 12 bytes, no padding).
+type member struct {
+	group, lo, hi uint32
+}
+
+func newMember(group uint32, tc uint64) member { return member{group, uint32(tc), uint32(tc >> 32)} }
+
+func cmpMember(a, b member) int {
+	switch {
+	case a.group != b.group:
+		return cmpUint32(a.group, b.group)
+	case a.hi != b.hi:
+		return cmpUint32(a.hi, b.hi)
+	}
+	return cmpUint32(a.lo, b.lo)
+}
+
+func cmpUint32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// groupTable numbers the distinct turn (or session) values of the
+// subagent-task messages: TEXT ids (all of Kandev's) in an open-addressing
+// index of 4-byte slots over their strings (a Go map of strings took ~25 MB
+// for the 500,000 turns and sessions of the large store, this 4), any other
+// value (NULL, a BLOB) in a small side table.
+type groupTable struct {
+	slots  []uint32 // index+1 of a TEXT group, 0 when free; len a power of 2
+	text   int      // TEXT groups
+	seed   maphash.Seed
+	other  map[sqlKey]uint32
+	values []string // by index: the id as the evidence prints it
+	odd    map[uint32]sqlValue
+}
+
+// sqlKey is a map key for an id that is not TEXT.
+type sqlKey struct {
+	tag byte
+	s   string
+	n   uint64
+}
+
+func newGroupTable() groupTable {
+	return groupTable{slots: make([]uint32, 1024), seed: passSeeds[0], other: map[sqlKey]uint32{}, odd: map[uint32]sqlValue{}}
+}
+
+func (t *groupTable) id(v sqlValue) uint32 {
+	if i, ok := t.lookup(v); ok {
+		return i
+	}
+	i := uint32(len(t.values))
+	t.values = append(t.values, v.s)
+	if v.tag == tagText {
+		if 2*(t.text+1) > len(t.slots) {
+			t.grow()
+		}
+		t.place(v.s, i)
+		t.text++
+	} else {
+		t.other[sqlKey{v.tag, v.s, v.n}] = i
+		t.odd[i] = v
+	}
+	return i
+}
+
+// place puts TEXT group i (of string s) in its slot.
+func (t *groupTable) place(s string, i uint32) {
+	mask := uint64(len(t.slots) - 1)
+	for h := maphash.String(t.seed, s) & mask; ; h = (h + 1) & mask {
+		if t.slots[h] == 0 {
+			t.slots[h] = i + 1
+			return
+		}
+	}
+}
+
+func (t *groupTable) grow() {
+	old := t.slots
+	t.slots = make([]uint32, 2*len(old))
+	for _, x := range old {
+		if x != 0 {
+			t.place(t.values[x-1], x-1)
+		}
+	}
+}
+
+func (t *groupTable) lookup(v sqlValue) (uint32, bool) {
+	if v.tag == tagText {
+		mask := uint64(len(t.slots) - 1)
+		for h := maphash.String(t.seed, v.s) & mask; ; h = (h + 1) & mask {
+			x := t.slots[h]
+			if x == 0 {
+				return 0, false
+			}
+			if t.values[x-1] == v.s { // slots hold TEXT groups only
+				return x - 1, true
+			}
+		}
+	}
+	i, ok := t.other[sqlKey{v.tag, v.s, v.n}]
+	return i, ok
+}
+
+// value is the group's SQL value.
+func (t *groupTable) value(i uint32) sqlValue {
+	if v, ok := t.odd[i]; ok {
+		return v
+	}
+	return sqlValue{tag: tagText, s: t.values[i]}
+}
+
+// healthRow is a subagent-task message at or after capture_since: its
+// (session, tool call) key, for writer health and the shortfall.
+type healthRow struct {
+	key   key128
+	sess  uint32 // in the session table (evidence rows only)
+	flags uint8
+}
+
+const (
+	hrExpected = 1 << iota // session, task and tool call not empty: an expected key
+	hrEvidence             // a tool call id that is text and not empty: the evidence's
+)
+
+type msgPass struct {
+	since          string // capture_since as kx_instant renders it ("" = none)
+	sinceAt        time.Time
+	subagents      bool
+	health         bool
+	h              [2]maphash.Hash
+	turns, sess    groupTable
+	turnTC, sessTC []member // evidence: distinct tool calls per turn / session
+	recent         []healthRow
+	malformed      int64
+	// From the subagent rows.
+	sinceRows     int64
+	sinceKeys     []key128
+	special       []special
+	lastObserved  time.Time
+	turnOnly      []member // tool calls of rows of a message turn that no message of the turn names
+	sessOnly      []member
+	lexSince      string          // recentBound as a string
+	odd           bool            // some message's metadata is not TEXT
+	row           []any           // raw's scratch row
+	missingKeys   map[uint32]bool // sessions whose shortfall ids are read back
+	missingGroups []uint32
+}
+
+// special is a subagent row at or after capture_since whose (session,
+// tool call) pair is not plain: the key of its concatenation, and, when
+// neither part holds a ':', the key of the plain pair that concatenates
+// alike.
+type special struct {
+	concat, asText key128
+	hasText        bool
+}
+
+type missingKey struct {
+	turn uint64
+	sess uint32
+	tc   uint64
+}
+
+func newMsgPass(since *time.Time, subagents, health bool) *msgPass {
+	p := &msgPass{subagents: subagents, health: health,
+		turns: newGroupTable(), sess: newGroupTable()}
+	p.h[0].SetSeed(passSeeds[0])
+	p.h[1].SetSeed(passSeeds[1])
+	if since != nil {
+		p.sinceAt = since.UTC()
+		p.since = since.UTC().Format(instantLayout)
+		p.lexSince, _ = p.recentBound().(string)
+	}
+	return p
+}
+
+// recentBound is the lexical lower bound of the created_at of a message at
+// or after capture_since (msgPassMessages): the date of capture_since minus
+// a day, or NULL without capture_since.
+func (p *msgPass) recentBound() any {
+	if p.since == "" {
+		return nil
+	}
+	t, err := time.Parse(instantLayout, p.since)
+	if err != nil {
+		return nil
+	}
+	return t.Add(-24 * time.Hour).Format("2006-01-02")
+}
+
+// atOrAfter is kx_instant(v) >= the pass's since: v a stored timestamp at
+// or after capture_since. kx_instant renders an instant of the years
+// 0001-9999 (all ParseStamp accepts) in a fixed-width form, so comparing
+// the instants is comparing its texts.
+func (p *msgPass) atOrAfter(v any) (time.Time, bool) {
+	s, ok := v.(string)
+	if !ok || p.since == "" {
+		return time.Time{}, false
+	}
+	t, _, err := transform.ParseStamp(s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t, !t.Before(p.sinceAt)
+}
+
+// raw takes one row of msgPassRaw: the JSON work of msgPassMessages, done
+// here, then message.
+func (p *msgPass) raw(row []any) error {
+	var ok int64
+	var tc any
+	switch meta := row[4].(type) {
+	case nil: // over the read bound: malformed
+	case string:
+		if meta == "" || meta == "null" {
+			return nil // no kind, and not malformed
+		}
+		cand := strings.Contains(meta, "subagent_task") || strings.IndexByte(meta, '\\') >= 0
+		if !cand {
+			// Only the malformed count needs its validity, and only at or
+			// after capture_since (the lexical test is the exact
+			// pre-filter of recentBound).
+			created, isText := row[3].(string)
+			if p.since == "" || !isText || created < p.lexSince || jsonValid(meta) {
+				return nil
+			}
+			break // malformed
+		}
+		if !jsonValid(meta) {
+			break // malformed
+		}
+		kind, v := subagentTask(meta)
+		if !kind {
+			return nil
+		}
+		ok, tc = 1, v
+	default:
+		// A BLOB or a number: SQLite's JSON functions decide (ReadMessages).
+		p.odd = true
+		return nil
+	}
+	var over int64
+	for i := 0; i < 3; i++ {
+		if b, isBlob := row[i].([]byte); isBlob && string(b) == overlongBytes {
+			over |= 1 << i
+			row[i] = nil
+		}
+	}
+	p.row = append(p.row[:0], row[0], row[1], row[2], over, row[3], ok, tc)
+	return p.message(p.row)
+}
+
+// message takes one row of msgPassMessages.
+func (p *msgPass) message(row []any) error {
+	over, _ := row[3].(int64)
+	_, recent := p.atOrAfter(row[4])
+	ok, _ := row[5].(int64)
+	tc := classifyValue(row[6])
+	p.addMessage(classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2]), over, recent, ok == 1, tc, tc.tag == tagText && tc.s != "")
+	return nil
+}
+
+// addMessage takes one message the pass keeps: malformed (ok false) or a
+// subagent-task message; recent says it is at or after capture_since;
+// evidence that its tool_call_id counts as the evidence's (a non-empty
+// string).
+func (p *msgPass) addMessage(turn, sess, task sqlValue, over int64, recent, ok bool, tc sqlValue, evidence bool) {
+	if !ok {
+		if recent {
+			p.malformed++
+		}
+		return
+	}
+	var si uint32
+	if evidence {
+		var ti uint32
+		ti, si = p.turns.id(turn), p.sess.id(sess)
+		h := p.hash64(tc)
+		p.turnTC = append(p.turnTC, newMember(ti, h))
+		p.sessTC = append(p.sessTC, newMember(si, h))
+	}
+	if !recent {
+		return
+	}
+	// Writer health compares the ids as stored: one over the read bound is
+	// not NULL there.
+	hsess, htask := sess, task
+	if over&2 != 0 {
+		hsess = sqlValue{tag: tagOverlong, n: 1}
+	}
+	if over&4 != 0 {
+		htask = sqlValue{tag: tagOverlong, n: 1}
+	}
+	r := healthRow{key: p.pairKey(hsess, tc), sess: si}
+	if hsess.nonEmpty() && htask.nonEmpty() && tc.nonEmpty() {
+		r.flags |= hrExpected
+	}
+	if evidence && sess.nonEmpty() && task.nonEmpty() {
+		r.flags |= hrEvidence
+	}
+	p.recent = append(p.recent, r)
+}
+
+// sealMessages sorts the evidence sets: distinct tool calls per group.
+func (p *msgPass) sealMessages() {
+	for _, l := range []*[]member{&p.turnTC, &p.sessTC} {
+		slices.SortFunc(*l, cmpMember)
+		*l = slices.Compact(*l)
+	}
+}
+
+// subagent takes one row of msgPassSubagents.
+func (p *msgPass) subagent(row []any) error {
+	obs, since := p.atOrAfter(row[3])
+	p.addSubagent(classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2]), since, obs)
+	return nil
+}
+
+// addSubagent takes one subagent row; since says it was observed at or
+// after capture_since, at observed.
+func (p *msgPass) addSubagent(turn, sess, tc sqlValue, since bool, observed time.Time) {
+	if since {
+		p.sinceRows++
+		if observed.After(p.lastObserved) {
+			p.lastObserved = observed
+		}
+		p.sinceKeys = append(p.sinceKeys, p.pairKey(sess, tc))
+		if !sess.null() && !tc.null() && !plainPair(sess, tc) {
+			// A concatenation that a plain pair's may equal, or another odd
+			// one's: counted in finish.
+			r := special{concat: p.hashConcat(sess, tc)}
+			if !strings.Contains(sess.s, ":") && !strings.Contains(tc.s, ":") {
+				r.asText, r.hasText = p.pairKey(sqlValue{tag: tagText, s: sess.s}, sqlValue{tag: tagText, s: tc.s}), true
+			}
+			p.special = append(p.special, r)
+		}
+	}
+	// COALESCE(tool_call_id, '') <> '' (the bounded value: one over the
+	// bound is NULL there and counts nowhere).
+	if !tc.nonEmpty() {
+		return
+	}
+	h := uint64(0)
+	if i, ok := p.turns.lookup(turn); ok && !turn.null() {
+		h = p.hash64(tc)
+		m := newMember(i, h)
+		if _, found := slices.BinarySearchFunc(p.turnTC, m, cmpMember); !found {
+			p.turnOnly = append(p.turnOnly, m)
+		}
+	}
+	if i, ok := p.sess.lookup(sess); ok && !sess.null() {
+		if h == 0 {
+			h = p.hash64(tc)
+		}
+		m := newMember(i, h)
+		if _, found := slices.BinarySearchFunc(p.sessTC, m, cmpMember); !found {
+			p.sessOnly = append(p.sessOnly, m)
+		}
+	}
+}
+
+// finish computes the counts and fills the evidence.
+func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
+	var c models.HealthCounts
+	c.MalformedMetadata = p.malformed
+	slices.SortFunc(p.sinceKeys, cmpKey)
+	p.sinceKeys = slices.Compact(p.sinceKeys)
+	inSince := func(k key128) bool {
+		_, ok := slices.BinarySearchFunc(p.sinceKeys, k, cmpKey)
+		return ok
+	}
+	if p.health {
+		c.Observed = int64(len(p.sinceKeys))
+		// collisions = rows − COUNT(DISTINCT session || ':' || tool call):
+		// distinct plain pairs concatenate to distinct texts, which no other
+		// pair's concatenation equals unless it is a plain pair's in
+		// another storage class (asText); the rest are counted apart.
+		var concat int64
+		for _, k := range p.sinceKeys {
+			concat += int64(k[1] & 1)
+		}
+		var odd []key128
+		for _, r := range p.special {
+			if r.hasText && inSince(r.asText) {
+				continue
+			}
+			odd = append(odd, r.concat)
+		}
+		slices.SortFunc(odd, cmpKey)
+		concat += int64(len(slices.Compact(odd)))
+		c.Collisions = p.sinceRows - concat
+		p.special = nil
+		if !p.lastObserved.IsZero() {
+			// As health reads MAX(kx_instant(observed_at)) back.
+			t, err := time.Parse(time.RFC3339Nano, p.lastObserved.UTC().Format(instantLayout))
+			if err == nil {
+				c.LastObserved = &t
+			}
+		}
+		// The messages' keys: accounted (any), expected (flagged); both
+		// lists sorted, then merged.
+		slices.SortFunc(p.recent, func(a, b healthRow) int { return cmpKey(a.key, b.key) })
+		j := 0 // in sinceKeys
+		for i := 0; i < len(p.recent); {
+			k, expected := p.recent[i].key, false
+			for ; i < len(p.recent) && p.recent[i].key == k; i++ {
+				expected = expected || p.recent[i].flags&hrExpected != 0
+			}
+			for ; j < len(p.sinceKeys) && cmpKey(p.sinceKeys[j], k) < 0; j++ {
+				c.Excess++ // observed, never accounted
+			}
+			observed := j < len(p.sinceKeys) && p.sinceKeys[j] == k
+			if observed {
+				j++
+			}
+			if expected {
+				c.Expected++
+				if !observed {
+					c.Shortfall++
+				}
+			}
+		}
+		c.Excess += int64(len(p.sinceKeys) - j)
+	}
+	// Evidence: per turn and session, the distinct tool calls of the
+	// messages, and with those of the rows that no message names.
+	expected := func(l []member, t *groupTable, only []member) ([]int64, []int64) {
+		exp := make([]int64, len(t.values))
+		for _, m := range l {
+			exp[m.group]++
+		}
+		union := slices.Clone(exp)
+		slices.SortFunc(only, cmpMember)
+		for _, m := range slices.Compact(only) {
+			union[m.group]++
+		}
+		return exp, union
+	}
+	put := func(dst map[string]models.MessageCounts, t *groupTable, exp, union []int64) {
+		// SQL's group order decides which of two groups that print alike
+		// (NULL and '', a TEXT and a BLOB) the map keeps: the later one.
+		var low, high []uint32 // groups SQL sorts before and after TEXT
+		for i := range t.values {
+			if v, ok := t.odd[uint32(i)]; ok {
+				if v.tag == tagBlob {
+					high = append(high, uint32(i))
+				} else {
+					low = append(low, uint32(i))
+				}
+			}
+		}
+		byOrder := func(a, b uint32) int { return sqlOrder(t.value(a), t.value(b)) }
+		slices.SortFunc(low, byOrder)
+		slices.SortFunc(high, byOrder)
+		set := func(i uint32) {
+			dst[t.values[i]] = models.MessageCounts{Expected: exp[i], LowerBound: union[i]}
+		}
+		for _, i := range low {
+			set(i)
+		}
+		for i := range t.values {
+			if _, ok := t.odd[uint32(i)]; !ok {
+				set(uint32(i))
+			}
+		}
+		for _, i := range high {
+			set(i)
+		}
+	}
+	te, tu := expected(p.turnTC, &p.turns, p.turnOnly)
+	se, su := expected(p.sessTC, &p.sess, p.sessOnly)
+	p.turnTC, p.sessTC, p.turnOnly, p.sessOnly = nil, nil, nil, nil
+	p.turns.slots, p.turns.other = nil, nil // only the values are needed now
+	ev.Turns = make(map[string]models.MessageCounts, len(p.turns.values))
+	ev.Sessions = make(map[string]models.MessageCounts, len(p.sess.values))
+	put(ev.Turns, &p.turns, te, tu)
+	put(ev.Sessions, &p.sess, se, su)
+	// The shortfall's keys: evidence messages at or after capture_since
+	// with no row observed at or after it.
+	if p.since != "" {
+		p.missingKeys = map[uint32]bool{}
+		for _, r := range p.recent {
+			if r.flags&hrEvidence == 0 || (p.subagents && inSince(r.key)) {
+				continue
+			}
+			if !p.missingKeys[r.sess] {
+				p.missingKeys[r.sess] = true
+				p.missingGroups = append(p.missingGroups, r.sess)
+			}
+		}
+	}
+	p.recent = nil
+	return c
+}
+
+// sqlOrder is SQLite's order of values: NULL, numbers, TEXT, BLOB.
+func sqlOrder(a, b sqlValue) int {
+	rank := func(v sqlValue) int {
+		switch v.tag {
+		case tagNull:
+			return 0
+		case tagNum:
+			return 1
+		case tagText:
+			return 2
+		}
+		return 3
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra - rb
+	}
+	return strings.Compare(a.s, b.s)
+}
+
+// readMissing reads the shortfall's rows back: the subagent-task messages
+// of the sessions concerned, at or after capture_since, whose key has no
+// row observed at or after it (the same test as the pass), distinct.
+func (p *msgPass) readMissing(ctx context.Context, s *sqliteSnapshot, ev *MessageEvidence) error {
+	type out struct {
+		turn, sess sqlValue
+		tc         string
+	}
+	seen := map[missingKey]bool{}
+	var rows []out
+	for start := 0; start < len(p.missingGroups); start += 500 {
+		batch := p.missingGroups[start:min(start+500, len(p.missingGroups))]
+		args := make([]any, len(batch))
+		for i, g := range batch {
+			v := p.sess.value(g)
+			if v.tag == tagBlob {
+				args[i] = []byte(v.s)
+			} else {
+				args[i] = v.s
+			}
+		}
+		q := strings.Replace(msgPassMessages, "/*sessions*/", `AND m.task_session_id IN (`+placeholders(len(args), "?")+`)`, 1)
+		args = append([]any{p.recentBound()}, args...)
+		err := s.rawStream(ctx, "shortfall over task_session_messages", q, func(row []any) error {
+			if ok, _ := row[5].(int64); ok == 0 {
+				return nil
+			}
+			if _, ok := p.atOrAfter(row[4]); !ok {
+				return nil
+			}
+			turn, sess, task, tc := classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2]), classifyValue(row[6])
+			if tc.tag != tagText || tc.s == "" || !sess.nonEmpty() || !task.nonEmpty() {
+				return nil
+			}
+			si, ok := p.sess.lookup(sess)
+			if !ok || !p.missingKeys[si] {
+				return nil
+			}
+			if p.subagents {
+				if _, found := slices.BinarySearchFunc(p.sinceKeys, p.pairKey(sess, tc), cmpKey); found {
+					return nil
+				}
+			}
+			k := missingKey{p.hashPair(turn, turn)[0], si, p.hash64(tc)}
+			if !seen[k] {
+				seen[k] = true
+				rows = append(rows, out{turn, sess, tc.s})
+			}
+			return nil
+		}, args...)
+		if err != nil {
+			return err
+		}
+	}
+	for _, r := range rows {
+		ev.Missing = append(ev.Missing, models.MissingRow{TurnID: r.turn.s, SessionID: r.sess.s, ToolCallID: r.tc})
+	}
+	shortfallCounts(ev)
+	return nil
+}
+
+// shortfallCounts adds the shortfall per turn and per session: distinct
+// tool calls of ev.Missing.
+func shortfallCounts(ev *MessageEvidence) {
+	turnSeen, sessSeen := map[[2]string]bool{}, map[[2]string]bool{}
+	for _, m := range ev.Missing {
+		if k := [2]string{m.TurnID, m.ToolCallID}; !turnSeen[k] {
+			turnSeen[k] = true
+			c := ev.Turns[m.TurnID]
+			c.Shortfall++
+			ev.Turns[m.TurnID] = c
+		}
+		if k := [2]string{m.SessionID, m.ToolCallID}; !sessSeen[k] {
+			sessSeen[k] = true
+			c := ev.Sessions[m.SessionID]
+			c.Shortfall++
+			ev.Sessions[m.SessionID] = c
+		}
+	}
+}

@@ -1,0 +1,240 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/kandev/kandev-extract/models"
+)
+
+// The message pass on PostgreSQL: the same one read of each table and the
+// same set logic in the process as on SQLite (msgpass.go), with
+// PostgreSQL's own semantics, which the server applies: the metadata is
+// cast to jsonb once per message that needs it — a candidate of the exact
+// pre-filter, or a message at or after capture_since (writer health parses
+// every one of them, so that metadata that is not JSON fails the cast
+// there as it always did) — and the kind and tool_call_id are read with
+// #>>, as text. The evidence and health queries (messages.go, health.go)
+// each parsed the candidates and sorted and joined on the server; here the
+// server streams one row per subagent-task message.
+//
+// $1 is capture_since as a timestamp (NULL: none); %s an optional
+// exclusion of messages whose metadata is not JSON (found after a failed
+// first try, as before).
+const pgPassMessages = `
+SELECT m.turn_id, m.task_session_id, m.task_id, m.created_at >= $1::timestamp,
+	x.meta #>> '{normalized,kind}' = 'subagent_task', x.meta #>> '{tool_call_id}', jsonb_typeof(x.meta -> 'tool_call_id'),
+	octet_length(m.metadata) > ` + maxMessageMetadata + `
+FROM task_session_messages m
+CROSS JOIN LATERAL (SELECT CASE
+		WHEN m.metadata IS NULL OR octet_length(m.metadata) > ` + maxMessageMetadata + ` OR m.metadata IN ('', 'null') THEN NULL
+		WHEN m.created_at >= $1::timestamp OR strpos(m.metadata, 'subagent_task') > 0 OR strpos(m.metadata, '\') > 0 THEN m.metadata::jsonb
+	END AS meta OFFSET 0) x
+WHERE (x.meta #>> '{normalized,kind}' = 'subagent_task' OR (octet_length(m.metadata) > ` + maxMessageMetadata + ` AND m.created_at >= $1::timestamp)) %s`
+
+const pgPassSubagents = `
+SELECT turn_id, task_session_id, tool_call_id, observed_at >= $1::timestamp, observed_at FROM task_session_subagents`
+
+// pgMessage takes one row of pgPassMessages.
+func (p *msgPass) pgMessage(row []any) {
+	recent, _ := row[3].(bool)
+	if over, _ := row[7].(bool); over {
+		p.addMessage(sqlValue{}, sqlValue{}, sqlValue{}, 0, recent, false, sqlValue{}, false)
+		return
+	}
+	if kind, _ := row[4].(bool); !kind {
+		return
+	}
+	tc := classifyValue(row[5])
+	typ, _ := row[6].(string)
+	p.addMessage(classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2]), 0, recent, true, tc,
+		typ == "string" && tc.tag == tagText && tc.s != "")
+}
+
+// pgSubagent takes one row of pgPassSubagents.
+func (p *msgPass) pgSubagent(row []any) {
+	since, _ := row[3].(bool)
+	var obs time.Time
+	if t, ok := row[4].(time.Time); ok {
+		// timestamp without time zone: its wall clock is UTC.
+		obs = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+	}
+	p.addSubagent(classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2]), since, obs)
+}
+
+func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagents, health bool) (MessageEvidence, *models.HealthCounts, error) {
+	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
+	if health {
+		if err := checkHealthSchema(ctx, s, s.src.location); err != nil {
+			return ev, nil, err
+		}
+	}
+	ok, err := s.TableExists(ctx, "task_session_messages")
+	if err != nil || !ok {
+		if err == nil && health {
+			err = &models.MissingTableError{Source: s.src.location, Table: "task_session_messages"}
+		}
+		return ev, nil, err
+	}
+	cols, err := s.Columns(ctx, "task_session_messages")
+	if err != nil {
+		return ev, nil, err
+	}
+	if err := requireColumns(s.src.location, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
+		return ev, nil, err
+	}
+	var bound any
+	if since != nil {
+		bound = ceilMicro(*since).Format("2006-01-02 15:04:05.999999")
+	}
+	if err := s.tx.QueryRow(ctx, `SELECT count(*) FROM task_session_messages`).Scan(&ev.MessagesRead); err != nil {
+		return ev, nil, s.src.wrap("message pass over", "task_session_messages", err)
+	}
+	wrap := func(err error) error { return s.src.wrap("message pass over", "task_session_messages", err) }
+	// Metadata that is not JSON aborts the cast for the whole statement:
+	// try under a savepoint; only when it fails on invalid JSON, find those
+	// messages and read again without them.
+	var (
+		bad       []string
+		badRecent int64
+	)
+	for attempt := 0; ; attempt++ {
+		p := newMsgPass(since, subagents, health)
+		exclude, args := "", []any{bound}
+		if attempt > 0 {
+			exclude, args = "AND NOT (m.id = ANY($2))", append(args, bad)
+		}
+		if _, err := s.tx.Exec(ctx, `SAVEPOINT kx_pass`); err != nil {
+			return ev, nil, wrap(err)
+		}
+		if err := s.forRows(ctx, fmt.Sprintf(pgPassMessages, exclude), args, p.pgMessage); err != nil {
+			var pgErr *pgconn.PgError
+			if attempt > 0 || !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
+				return ev, nil, wrap(err)
+			}
+			if _, err := s.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT kx_pass`); err != nil {
+				return ev, nil, wrap(err)
+			}
+			if bad, badRecent, err = s.malformedSince(ctx, bound); err != nil {
+				return ev, nil, err
+			}
+			ev.Malformed = int64(len(bad))
+			continue
+		}
+		if _, err := s.tx.Exec(ctx, `RELEASE SAVEPOINT kx_pass`); err != nil {
+			return ev, nil, wrap(err)
+		}
+		p.malformed += badRecent
+		p.sealMessages()
+		if subagents {
+			if err := s.forRows(ctx, pgPassSubagents, []any{bound}, p.pgSubagent); err != nil {
+				return ev, nil, s.src.wrap("message pass over", "task_session_subagents", err)
+			}
+		}
+		counts := p.finish(&ev)
+		if len(p.missingKeys) > 0 {
+			if err := p.pgReadMissing(ctx, s, &ev, bound, bad); err != nil {
+				return ev, nil, err
+			}
+		}
+		if !health {
+			return ev, nil, nil
+		}
+		return ev, &counts, nil
+	}
+}
+
+// forRows streams a query's rows to fn.
+func (s *pgSnapshot) forRows(ctx context.Context, q string, args []any, fn func(row []any)) error {
+	rows, err := s.tx.Query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return err
+		}
+		fn(vals)
+	}
+	return rows.Err()
+}
+
+// malformedSince lists the messages whose metadata is not JSON (as the
+// health check always found them: Go's json.Valid on values within the
+// read bound) and counts those at or after bound.
+func (s *pgSnapshot) malformedSince(ctx context.Context, bound any) ([]string, int64, error) {
+	rows, err := s.tx.Query(ctx, `SELECT id, metadata, created_at >= $1::timestamp FROM task_session_messages
+		WHERE metadata IS NOT NULL AND octet_length(metadata) <= `+maxMessageMetadata+` AND metadata NOT IN ('', 'null')`, bound)
+	if err != nil {
+		return nil, 0, s.src.wrap("message pass over", "task_session_messages", err)
+	}
+	var (
+		bad    []string
+		recent int64
+		id     string
+		meta   string
+		isNew  *bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &meta, &isNew}, func() error {
+		if !json.Valid([]byte(meta)) {
+			bad = append(bad, id)
+			if isNew != nil && *isNew {
+				recent++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, s.src.wrap("message pass over", "task_session_messages", err)
+	}
+	return bad, recent, nil
+}
+
+// pgReadMissing reads the shortfall's rows back from the sessions
+// concerned (see readMissing).
+func (p *msgPass) pgReadMissing(ctx context.Context, s *pgSnapshot, ev *MessageEvidence, bound any, bad []string) error {
+	sessions := make([]string, 0, len(p.missingGroups))
+	for _, g := range p.missingGroups {
+		sessions = append(sessions, p.sess.value(g).s)
+	}
+	exclude, args := "AND m.task_session_id = ANY($2)", []any{bound, sessions}
+	if len(bad) > 0 {
+		exclude, args = exclude+" AND NOT (m.id = ANY($3))", append(args, bad)
+	}
+	seen := map[[3]string]bool{}
+	var rows []models.MissingRow
+	err := s.forRows(ctx, fmt.Sprintf(pgPassMessages, exclude), args, func(row []any) {
+		recent, _ := row[3].(bool)
+		kind, _ := row[4].(bool)
+		typ, _ := row[6].(string)
+		turn, sess, task, tc := classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2]), classifyValue(row[5])
+		if !recent || !kind || typ != "string" || tc.tag != tagText || tc.s == "" || !sess.nonEmpty() || !task.nonEmpty() {
+			return
+		}
+		if p.subagents {
+			if _, found := slices.BinarySearchFunc(p.sinceKeys, p.pairKey(sess, tc), cmpKey); found {
+				return
+			}
+		}
+		k := [3]string{turn.s, sess.s, tc.s}
+		if !seen[k] {
+			seen[k] = true
+			rows = append(rows, models.MissingRow{TurnID: turn.s, SessionID: sess.s, ToolCallID: tc.s})
+		}
+	})
+	if err != nil {
+		return s.src.wrap("message pass over", "task_session_messages", err)
+	}
+	ev.Missing = append(ev.Missing, rows...)
+	shortfallCounts(ev)
+	return nil
+}

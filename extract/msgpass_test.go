@@ -1,0 +1,363 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev-extract/internal/pgtest"
+	"github.com/kandev/kandev-extract/internal/testkit"
+	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/storegen"
+	"github.com/kandev/kandev-extract/transform"
+)
+
+// compareMessagePass reads a store's message evidence and writer health
+// both ways — the SQL of ReadMessageEvidence and HealthCounts, and the
+// message pass — and requires the same results.
+func compareMessagePass(t *testing.T, path string) (MessageEvidence, *models.HealthCounts) {
+	t.Helper()
+	src, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	return compareMessagePassOn(t, src)
+}
+
+func compareMessagePassOn(t *testing.T, src models.Source) (MessageEvidence, *models.HealthCounts) {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := src.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	meta, err := snap.Meta(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := snap.SubagentSchema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := transform.Installation(meta, transform.Shape(schema))
+	var since *time.Time
+	if state.CaptureSince.Valid() {
+		at := state.CaptureSince.At
+		since = &at
+	}
+	subagents := state.Shape != models.ShapeAbsent
+	health, _ := transform.HealthPlan(state)
+
+	want, err := ReadMessageEvidence(ctx, snap, since, subagents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantCounts *models.HealthCounts
+	if health {
+		c, err := HealthCounts(ctx, snap, *since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCounts = &c
+	}
+	var healthSince *time.Time
+	if health {
+		at := state.CaptureSince.At
+		healthSince = &at
+	}
+	got, gotCounts, err := ReadMessages(ctx, snap, since, subagents, healthSince)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Turns, want.Turns) {
+		t.Errorf("per-turn evidence differs:\n%s", mapDiff(got.Turns, want.Turns))
+	}
+	if !reflect.DeepEqual(got.Sessions, want.Sessions) {
+		t.Errorf("per-session evidence differs:\n%s", mapDiff(got.Sessions, want.Sessions))
+	}
+	sortMissing := func(m []models.MissingRow) []models.MissingRow {
+		m = slices.Clone(m)
+		slices.SortFunc(m, func(a, b models.MissingRow) int {
+			return strings.Compare(a.TurnID+"\x00"+a.SessionID+"\x00"+a.ToolCallID, b.TurnID+"\x00"+b.SessionID+"\x00"+b.ToolCallID)
+		})
+		return m
+	}
+	if g, w := sortMissing(got.Missing), sortMissing(want.Missing); !reflect.DeepEqual(g, w) {
+		t.Errorf("shortfall keys differ: got %d %v, want %d %v", len(g), clip(g), len(w), clip(w))
+	}
+	if got.MessagesRead != want.MessagesRead {
+		t.Errorf("messages read %d, want %d", got.MessagesRead, want.MessagesRead)
+	}
+	if (gotCounts == nil) != (wantCounts == nil) {
+		t.Fatalf("health counts %v, want %v", gotCounts, wantCounts)
+	}
+	if gotCounts != nil {
+		g, w := *gotCounts, *wantCounts
+		if (g.LastObserved == nil) != (w.LastObserved == nil) || (g.LastObserved != nil && !g.LastObserved.Equal(*w.LastObserved)) {
+			t.Errorf("last observed %v, want %v", g.LastObserved, w.LastObserved)
+		}
+		g.LastObserved, w.LastObserved = nil, nil
+		if g != w {
+			t.Errorf("health counts %+v, want %+v", g, w)
+		}
+	}
+	return got, gotCounts
+}
+
+func clip[T any](s []T) []T {
+	if len(s) > 5 {
+		return s[:5]
+	}
+	return s
+}
+
+func mapDiff(got, want map[string]models.MessageCounts) string {
+	var b strings.Builder
+	n := 0
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			fmt.Fprintf(&b, "  %q: got %+v (present %v), want %+v\n", k, g, ok, w)
+			n++
+		}
+		if n > 8 {
+			break
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok && n <= 8 {
+			fmt.Fprintf(&b, "  %q: got %+v, not wanted\n", k, g)
+			n++
+		}
+	}
+	fmt.Fprintf(&b, "  (%d entries, want %d)", len(got), len(want))
+	return b.String()
+}
+
+// TestMessagePassMatchesSQL: every real fixture.
+func TestMessagePassMatchesSQL(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(testkit.RepoRoot(t), "testdata", "kandev", "*.db"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			ev, c := compareMessagePass(t, f)
+			t.Logf("%d turns, %d sessions with evidence, %d shortfall keys, health %+v", len(ev.Turns), len(ev.Sessions), len(ev.Missing), c)
+		})
+	}
+}
+
+// TestMessagePassHostile: the edge cases of the SQL the pass replaces —
+// value types, empty and NULL ids, ids over the read bound, malformed and
+// non-standard metadata, escaped kinds, duplicate keys, shortfall and
+// excess, colliding concatenations — give the same results both ways.
+func TestMessagePassHostile(t *testing.T) {
+	path := testkit.CopyFixture(t, "fresh-activated.db")
+	db := testkit.SourceDB(t, path)
+	var sess, task, turn, since string
+	if err := db.QueryRow(`SELECT task_session_id, task_id, turn_id FROM task_session_messages ORDER BY created_at DESC LIMIT 1`).Scan(&sess, &task, &turn); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT value FROM kandev_meta WHERE key = 'subagent_context_capture_since'`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	after := "2026-08-20 10:00:00.5+00:00"
+	before := "2026-07-01 10:00:00+00:00"
+	ins := func(id, sessV, taskV, turnV, meta, created string) string {
+		return fmt.Sprintf(`INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
+			VALUES ('%s', %s, %s, %s, 'x', %s, %s, '2026-08-20 10:00:00+00:00')`, id, sessV, taskV, turnV, meta, created)
+	}
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	kind := func(tc string) string {
+		return q(`{"normalized":{"kind":"subagent_task"},"tool_call_id":` + tc + `}`)
+	}
+	big := "printf('%.*c', 1100000, 'z')"
+	sub := func(id, sessV, turnV, tc, observed string) string {
+		return fmt.Sprintf(`INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, source, observed_at, updated_at)
+			VALUES ('%s', %s, %s, %s, %s, '%s', 'live', %s, '2026-08-20 10:00:00+00:00')`, id, sessV, q(task), turnV, tc, id, observed)
+	}
+	stmts := []string{
+		// Malformed, at or after capture_since and before it.
+		ins("h1", q(sess), q(task), q(turn), q(`{"normalized":`), q(after)),
+		ins("h2", q(sess), q(task), q(turn), q(`{"normalized":{"kind":"subagent_task"},}`), q(after)), // JSON5: not valid
+		ins("h3", q(sess), q(task), q(turn), q(`{bad`), q(before)),
+		ins("h4", q(sess), q(task), q(turn), "''", q(after)),
+		ins("h5", q(sess), q(task), q(turn), "'null'", q(after)),
+		ins("h6", q(sess), q(task), q(turn), "CAST('{\"normalized\":{\"kind\":\"subagent_task\"},\"tool_call_id\":\"blobmeta\"}' AS BLOB)", q(after)),
+		ins("h7", q(sess), q(task), q(turn), q(`{"normalized":{"kind":"subagent_task"},"tool_call_id":"tab`+"\t"+`bad"}`), q(after)),
+		// Subagent-task messages with odd tool call ids and kinds.
+		ins("h10", q(sess), q(task), q(turn), kind(`42`), q(after)),
+		ins("h11", q(sess), q(task), q(turn), kind(`4.5`), q(after)),
+		ins("h12", q(sess), q(task), q(turn), kind(`{"a":1}`), q(after)),
+		ins("h13", q(sess), q(task), q(turn), kind(`""`), q(after)),
+		ins("h14", q(sess), q(task), q(turn), kind(`null`), q(after)),
+		ins("h15", q(sess), q(task), q(turn), q(`{"normalized":{"kind":"subagent\u005ftask"},"tool_call_id":"escaped-kind"}`), q(after)),
+		ins("h16", q(sess), q(task), q(turn), q(`{"normalized":{"kind":"subagent_task"},"tool_call_id":"dup-first","tool_call_id":"dup-second"}`), q(after)),
+		ins("h17", q(sess), q(task), q(turn), q(`{"tool_call_id":"no-kind","normalized":{"kind":"other"}}`), q(after)),
+		ins("h18", q(sess), q(task), q(turn), kind(`"shortfall-1"`), q(after)),
+		ins("h19", q(sess), q(task), q(turn), kind(`"shortfall-1"`), q(after)),
+		ins("h20", q(sess), q(task), q(turn), kind(`"old-one"`), q(before)),
+		ins("h21", q(sess), q(task), q(turn), kind(`"bad-created"`), q("not a time")),
+		ins("h22", q(sess), q(task), q(turn), kind(`"int-created"`), "12345"),
+		// Odd ids (task_session_id and turn_id are NOT NULL in Kandev's
+		// schema; one over the read bound is read as NULL).
+		ins("h31", "''", q(task), q(turn), kind(`"empty-session"`), q(after)),
+		ins("h32", q(sess), "''", q(turn), kind(`"empty-task"`), q(after)),
+		ins("h33", q(sess), "NULL", q(turn), kind(`"null-task"`), q(after)),
+		ins("h34", q(sess), q(task), "''", kind(`"empty-turn"`), q(after)),
+		ins("h36", q(sess), q(task), "CAST('blobturn' AS BLOB)", kind(`"blob-turn"`), q(after)),
+		ins("h37", q(sess), q(task), q("blobturn"), kind(`"text-turn"`), q(after)),
+		ins("h38", "CAST("+q(sess)+" AS BLOB)", q(task), q(turn), kind(`"blob-session"`), q(after)),
+		ins("h39", big, q(task), q(turn), kind(`"overlong-session"`), q(after)),
+		ins("h40", q(sess), big, q(turn), kind(`"overlong-task"`), q(after)),
+		ins("h41", q(sess), q(task), big, kind(`"overlong-turn"`), q(after)),
+		ins("h42", q("a:b"), q(task), q(turn), kind(`"c"`), q(after)),
+		ins("h43", q("other-session"), q(task), q("other-turn"), kind(`"in-turn-only"`), q(after)),
+		// Subagent rows: excess, duplicates, odd types, colliding concatenations.
+		sub("s1", q(sess), q(turn), q("excess-1"), q(after)),
+		sub("s2", q(sess), q(turn), q("excess-1"), q(after)),
+		sub("s3", q(sess), q(turn), "CAST('42' AS BLOB)", q(after)),
+		sub("s4", q(sess), q(turn), q("42"), q(after)),
+		sub("s5", q("a"), q(turn), q("b:c"), q(after)),
+		sub("s6", q("a:b"), q(turn), q("c"), q(after)),
+		sub("s7", q(sess), q(turn), "''", q(after)),
+		sub("s8", q(sess), "NULL", q("no-turn"), q(after)),
+		sub("s9", q(sess), q(turn), q("before-capture"), q(before)),
+		sub("s10", q(sess), q(turn), q("bad-observed"), q("soon")),
+		sub("s11", q(sess), q(turn), big, q(after)),
+		sub("s12", q(sess), q("other-turn"), q("in-turn-only"), q(before)),
+		sub("s13", q("other-session"), q("blobturn"), q("text-turn"), q(after)),
+	}
+	testkit.SQLiteExec(t, path, stmts...)
+	ev, c := compareMessagePass(t, path)
+	if c == nil || c.Shortfall == 0 || c.Excess == 0 || c.MalformedMetadata == 0 || c.Collisions == 0 || len(ev.Missing) == 0 {
+		t.Errorf("the hostile store does not exercise every count: %+v, %d shortfall keys", c, len(ev.Missing))
+	}
+}
+
+// TestMessagePassGenerated: a generated store (storegen), thousands of rows.
+func TestMessagePassGenerated(t *testing.T) {
+	path := os.Getenv("KANDEV_MSGPASS_STORE")
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "gen.db")
+		if _, err := storegen.Generate(context.Background(), path, storegen.LargeOptions(0.003)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev, c := compareMessagePass(t, path)
+	t.Logf("%d turns, %d sessions, %d shortfall keys, health %+v", len(ev.Turns), len(ev.Sessions), len(ev.Missing), c)
+}
+
+// BenchmarkMessagePass reads the message evidence and writer health of
+// $KANDEV_BENCH_STORE (e.g. a store `make bench` cached under .bench/) in
+// one pass; -cpuprofile shows where the pass spends.
+func BenchmarkMessagePass(b *testing.B) {
+	path := os.Getenv("KANDEV_BENCH_STORE")
+	if path == "" {
+		b.Skip("set KANDEV_BENCH_STORE")
+	}
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		src, err := OpenSQLite(ctx, path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		snap, err := src.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		meta, _ := snap.Meta(ctx)
+		schema, _ := snap.SubagentSchema(ctx)
+		state := transform.Installation(meta, transform.Shape(schema))
+		at := state.CaptureSince.At
+		ev, c, err := ReadMessages(ctx, snap, &at, true, &at)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(ev.MessagesRead), "messages")
+		_ = c
+		snap.Close()
+		src.Close()
+	}
+}
+
+// TestMessagePassPostgres: the PostgreSQL fixtures, and one with the edge
+// cases PostgreSQL can hold — metadata that is not JSON (the first try
+// fails and the pass reads again without it), over the read bound,
+// numbers and objects as tool call ids, duplicate keys (jsonb keeps the
+// last), shortfall, excess and colliding concatenations.
+func TestMessagePassPostgres(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.Shared(t)
+	for _, f := range []string{"fresh-activated.pg.sql", "upgraded-backfill.pg.sql"} {
+		t.Run(f, func(t *testing.T) {
+			db := pgtest.NewDatabase(t, c, testkit.Fixture(t, f))
+			src, err := OpenPostgres(ctx, c.DSN(db), OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			compareMessagePassOn(t, src)
+		})
+	}
+	t.Run("hostile", func(t *testing.T) {
+		db := pgtest.NewDatabase(t, c, testkit.Fixture(t, "fresh-activated.pg.sql"))
+		var stmts []string
+		sess, task, turn := "(SELECT task_session_id FROM task_session_messages ORDER BY created_at DESC LIMIT 1)",
+			"(SELECT task_id FROM task_session_messages ORDER BY created_at DESC LIMIT 1)",
+			"(SELECT turn_id FROM task_session_messages ORDER BY created_at DESC LIMIT 1)"
+		after, before := "'2026-08-20 10:00:00.5'", "'2026-07-01 10:00:00'"
+		ins := func(id, s, k, tu, meta, created string) {
+			stmts = append(stmts, fmt.Sprintf(`INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
+				VALUES ('%s', %s, %s, %s, 'x', %s, %s, '2026-08-20 10:00:00')`, id, s, k, tu, meta, created))
+		}
+		kind := func(tc string) string { return `'{"normalized":{"kind":"subagent_task"},"tool_call_id":` + tc + `}'` }
+		ins("p1", sess, task, turn, `'{"normalized":'`, after)
+		ins("p2", sess, task, turn, `'{bad'`, before)
+		ins("p3", sess, task, turn, `'{"normalized":{"kind":"subagent_task"},"pad":"' || repeat('p', 1100000) || '"}'`, after)
+		ins("p4", sess, task, turn, kind(`42`), after)
+		ins("p5", sess, task, turn, kind(`{"b": [1, 2], "a": "x"}`), after)
+		ins("p6", sess, task, turn, kind(`"shortfall-1"`), after)
+		ins("p7", sess, task, turn, kind(`"old"`), before)
+		ins("p8", sess, task, turn, `'{"normalized":{"kind":"other","kind":"subagent_task"},"tool_call_id":"dup-a","tool_call_id":"dup-b"}'`, after)
+		ins("p9", sess, "''", turn, kind(`"empty-task"`), after)
+		ins("p10", "'a:b'", task, "'t-other'", kind(`"c"`), after)
+		ins("p11", sess, task, turn, kind(`""`), after)
+		ins("p12", sess, task, turn, `'null'`, after)
+		ins("p13", sess, task, turn, `''`, after)
+		sub := func(id, s, tu, tc, observed string) {
+			stmts = append(stmts, fmt.Sprintf(`INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, source, observed_at, updated_at)
+				VALUES ('%s', %s, %s, %s, %s, '%s', 'live', %s, '2026-08-20 10:00:00')`, id, s, task, tu, tc, id, observed))
+		}
+		sub("q1", sess, turn, "'excess-1'", after)
+		sub("q2", sess, turn, "'excess-1'", after)
+		sub("q3", sess, turn, "'42'", after)
+		sub("q4", "'a'", turn, "'b:c'", after)
+		sub("q5", "'a:b'", turn, "'c'", after)
+		sub("q6", sess, "NULL", "'no-turn'", after)
+		sub("q7", sess, turn, "'before'", before)
+		// Foreign keys off for this session: a row of a session that does
+		// not exist is part of the hostile store.
+		if err := c.Exec(ctx, db, "SET session_replication_role = replica;\n"+strings.Join(stmts, ";\n")); err != nil {
+			t.Fatal(err)
+		}
+		src, err := OpenPostgres(ctx, c.DSN(db), OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		ev, h := compareMessagePassOn(t, src)
+		if h == nil || h.Shortfall == 0 || h.Excess == 0 || h.MalformedMetadata < 2 || h.Collisions == 0 || len(ev.Missing) == 0 || ev.Malformed == 0 {
+			t.Errorf("the hostile store does not exercise every count: %+v, %d shortfall keys, %d malformed", h, len(ev.Missing), ev.Malformed)
+		}
+	})
+}
