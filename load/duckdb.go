@@ -216,7 +216,10 @@ func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problem
 	// The rebuild reads every retained run: bound DuckDB's memory so the
 	// run's peak stays flat however many runs are kept (it spills to
 	// _build/ beside the new file instead).
-	for _, q := range []string{`SET memory_limit = '` + DuckDBMemoryLimit + `'`, `SET preserve_insertion_order = false`,
+	if err := BoundDuckDB(ctx, conn); err != nil {
+		return carried, err
+	}
+	for _, q := range []string{`SET preserve_insertion_order = false`,
 		`SET temp_directory = ` + quote(filepath.Join(filepath.Dir(path), "spill"))} {
 		if err := exec(q); err != nil {
 			return carried, err

@@ -118,7 +118,7 @@ func detectDeletions(ctx context.Context, whDir string, previous *models.Manifes
 		d.close()
 		return nil, err
 	}
-	if _, err := d.conn.ExecContext(ctx, `SET memory_limit = '`+load.DuckDBMemoryLimit+`'`); err != nil {
+	if err := load.BoundDuckDB(ctx, d.conn); err != nil {
 		d.close()
 		return nil, err
 	}

@@ -229,6 +229,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	finish, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	opts.phase("", PhaseRebuild)
+	// The extraction's memory (id sets, the deletion comparison's) goes
+	// back to the system before DuckDB takes its own for the rebuild.
+	debug.FreeOSMemory()
 	t0 := time.Now()
 	built, err := wh.Rebuild(finish, opts.Retention, opts.StaleAfter)
 	res.DuckDB = time.Since(t0)

@@ -10,10 +10,22 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
+// goMemoryLimit is the Go heap's soft limit when GOMEMLIMIT is not set:
+// without it the collector lets the heap grow to twice what is live
+// before collecting (about 140 MB live at the peak of a 1M-row run), and
+// the run's peak RSS follows. A run whose live heap exceeds it still
+// completes: the collector works harder (at most half the CPU), it does
+// not fail. GOMEMLIMIT overrides it (GOMEMLIMIT=off removes it).
+const goMemoryLimit = 192 << 20
+
 func main() {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(goMemoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -1,0 +1,44 @@
+package load
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+)
+
+// Whatever DuckDB chose for this machine (one thread per core), a run's
+// connection ends up with the bounded thread count and memory limit.
+func TestBoundDuckDBOverridesTheMachineDefaults(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A 64-core machine's default, and a generous memory limit.
+	for _, q := range []string{`SET threads = 64`, `SET memory_limit = '8GB'`} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := BoundDuckDB(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	var threads int
+	var limit string
+	if err := conn.QueryRowContext(ctx, `SELECT current_setting('threads'), current_setting('memory_limit')`).Scan(&threads, &limit); err != nil {
+		t.Fatal(err)
+	}
+	if threads != DuckDBThreads {
+		t.Errorf("threads = %d, want %d", threads, DuckDBThreads)
+	}
+	// DuckDB reports the limit in its own units: 96MB is 91.5 MiB.
+	if limit != "91.5 MiB" {
+		t.Errorf("memory_limit = %q, want 91.5 MiB (96MB)", limit)
+	}
+}
