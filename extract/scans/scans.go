@@ -1,14 +1,19 @@
-package transform
+// Package scans holds the source SQL of the catalog's table scans: which
+// columns a scan reads and their caps are the catalog's
+// (models.Table.Read); the SQL of the columns the source computes inside
+// the snapshot, and of their joins, is here. extract renders it per
+// dialect ({{column}} placeholders for optional columns, the
+// models.SQLiteNotIndexed and models.SQLiteNoFlatten markers).
+//
+// It is a leaf package (it imports models only) so that anything may name
+// a scan without linking a database driver; extract.Spec is the way in.
+package scans
 
 import (
 	"fmt"
 
 	"github.com/kandev/kandev-extract/models"
 )
-
-// The source SQL of the scans: the catalog (models.Table.Read) says which
-// columns a scan reads and their caps; the SQL of the computed columns and
-// their joins is here.
 
 // Spec is the scan of a catalog table's source: its Read columns, the
 // computed ones with their SQL. featurePresent says whether the store has
@@ -60,27 +65,12 @@ func Spec(t *models.Table, featurePresent bool) models.TableSpec {
 		if c.Computed {
 			col.Expr = exprs[c.Name]
 			if col.Expr == "" {
-				panic(fmt.Sprintf("transform: no SQL for the computed column %s of %s", c.Name, t.Source))
+				panic(fmt.Sprintf("scans: no SQL for the computed column %s of %s", c.Name, t.Source))
 			}
 		}
 		spec.Columns = append(spec.Columns, col)
 	}
 	return spec
-}
-
-// SubagentSpec, SessionSpec, TurnSpec, TaskSpec, WorkflowSpec and
-// WorkflowStepSpec are the scans of the catalog's tables (Spec).
-func SubagentSpec() models.TableSpec { return Spec(models.MustTable(models.TableFact), true) }
-func SessionSpec(featurePresent bool) models.TableSpec {
-	return Spec(models.MustTable(models.TableSession), featurePresent)
-}
-func TurnSpec(featurePresent bool) models.TableSpec {
-	return Spec(models.MustTable(models.TableTurn), featurePresent)
-}
-func TaskSpec() models.TableSpec     { return Spec(models.MustTable(models.TableTask), true) }
-func WorkflowSpec() models.TableSpec { return Spec(models.MustTable(models.TableWorkflow), true) }
-func WorkflowStepSpec() models.TableSpec {
-	return Spec(models.MustTable(models.TableWorkflowStep), true)
 }
 
 // keyFits and boundedKey keep every key the source compares — in a
