@@ -24,6 +24,7 @@ func windowOf(t *testing.T, db *sql.DB, id string) string {
 }
 
 func TestOneMicrosecondBoundary(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	src := sourceDB(t, path)
 	ids := rowsOf(t, src, `SELECT id FROM task_session_subagents ORDER BY id LIMIT 3`)
@@ -43,6 +44,7 @@ func TestOneMicrosecondBoundary(t *testing.T) {
 }
 
 func TestSecondPrecisionKeyAndSameDayRows(t *testing.T) {
+	t.Parallel()
 	path := fixture(t, "legacy-second-precision.db")
 	src := sourceDB(t, path)
 	before := one(t, src, `SELECT id FROM task_session_subagents WHERE observed_at = '2026-08-05 09:59:59.999999+00:00'`)
@@ -70,6 +72,7 @@ func TestSecondPrecisionKeyAndSameDayRows(t *testing.T) {
 }
 
 func TestEmptyBackfillThroughMeansMatchedNothing(t *testing.T) {
+	t.Parallel()
 	wh, _ := extractTo(t, fixture(t, "fresh-activated.db"), "fresh")
 	db := duck(t, wh)
 	got := rowsOf(t, db, `SELECT rule FROM disclosures`)
@@ -81,6 +84,7 @@ func TestEmptyBackfillThroughMeansMatchedNothing(t *testing.T) {
 }
 
 func TestUnparseableCaptureKey(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	sqliteExec(t, path, `UPDATE kandev_meta SET value = '2026-08-03 15:00:00' WHERE key = 'subagent_context_capture_since'`)
 	wh, _ := extractTo(t, path, "bad-key")
@@ -104,6 +108,7 @@ func TestUnparseableCaptureKey(t *testing.T) {
 }
 
 func TestPartialKeyPair(t *testing.T) {
+	t.Parallel()
 	wh, _ := extractTo(t, fixture(t, "capture-only.db"), "partial")
 	db := duck(t, wh)
 	if got := one(t, db, `SELECT count(*) FROM disclosures WHERE rule = 'partial_key_pair'`); got != "1" {
@@ -116,6 +121,7 @@ func TestPartialKeyPair(t *testing.T) {
 }
 
 func TestAsyncLaunchedMetricsStayNullEndToEnd(t *testing.T) {
+	t.Parallel()
 	path := fixture(t, "fresh-activated.db")
 	src := sourceDB(t, path)
 	want := one(t, src, `SELECT count(*) FROM task_session_subagents WHERE agent_status = 'async_launched'`)
@@ -145,6 +151,7 @@ func TestAsyncLaunchedMetricsStayNullEndToEnd(t *testing.T) {
 }
 
 func TestReportedZeroToolUseCount(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	src := sourceDB(t, path)
 	id := one(t, src, `SELECT id FROM task_session_subagents WHERE agent_status = 'completed' ORDER BY id LIMIT 1`)
@@ -162,6 +169,7 @@ func TestReportedZeroToolUseCount(t *testing.T) {
 }
 
 func TestUnknownRowsAreNeverOneExecution(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	src := sourceDB(t, path)
 	sess := one(t, src, `SELECT task_session_id FROM task_session_subagents GROUP BY 1 HAVING count(*) >= 2 ORDER BY 1 LIMIT 1`)
@@ -183,6 +191,7 @@ func TestUnknownRowsAreNeverOneExecution(t *testing.T) {
 }
 
 func TestCrossExecutionCollisionIsTwoExecutions(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	src := sourceDB(t, path)
 	row := strings.Split(one(t, src, `SELECT id || '|' || task_session_id || '|' || tool_call_id FROM task_session_subagents
@@ -209,6 +218,7 @@ func TestCrossExecutionCollisionIsTwoExecutions(t *testing.T) {
 }
 
 func TestBackfillRowMergedByLiveFrameStaysBackfill(t *testing.T) {
+	t.Parallel()
 	path := fixture(t, "upgraded-backfill.db")
 	src := sourceDB(t, path)
 	merged := rowsOf(t, src, `SELECT id FROM task_session_subagents WHERE source = 'backfill' AND `+normCol("updated_at")+` >= `+normKey(keyC))
@@ -228,6 +238,7 @@ func TestBackfillRowMergedByLiveFrameStaysBackfill(t *testing.T) {
 }
 
 func TestPreFeatureStore(t *testing.T) {
+	t.Parallel()
 	wh, _ := extractTo(t, fixture(t, "pre-feature.db"), "old")
 	db := duck(t, wh)
 	// No session is ever exact; those with subagent-task messages are lower
@@ -244,6 +255,7 @@ func TestPreFeatureStore(t *testing.T) {
 }
 
 func TestPreAmendmentShape(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	sqliteExec(t, path,
 		`CREATE TABLE tss_old (
@@ -279,6 +291,7 @@ func TestPreAmendmentShape(t *testing.T) {
 }
 
 func TestParquetTypesValuesAndProvenance(t *testing.T) {
+	t.Parallel()
 	path := fixture(t, "upgraded-backfill.db")
 	src := sourceDB(t, path)
 	wh, res := extractTo(t, path, "pq")
@@ -334,6 +347,7 @@ func TestParquetTypesValuesAndProvenance(t *testing.T) {
 }
 
 func TestSourceIsNeverWritten(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "upgraded-backfill.db")
 	dir := filepath.Dir(path)
 	before := hashFile(t, path)
@@ -353,6 +367,7 @@ func TestSourceIsNeverWritten(t *testing.T) {
 }
 
 func TestStoreHeldOpenByAWALWriter(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	w, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
 	if err != nil {
@@ -385,6 +400,7 @@ func TestStoreHeldOpenByAWALWriter(t *testing.T) {
 }
 
 func TestMissingRequiredColumnFailsClearly(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	sqliteExec(t, path, `DROP INDEX IF EXISTS idx_turns_session_started`, `DROP INDEX IF EXISTS idx_turns_session_times`, `ALTER TABLE task_session_turns DROP COLUMN started_at`)
 	wh := filepath.Join(t.TempDir(), "wh")
@@ -407,6 +423,7 @@ func TestMissingRequiredColumnFailsClearly(t *testing.T) {
 }
 
 func TestNotASQLiteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cases := map[string][]byte{"empty.db": nil, "text.db": []byte("hello, this is not a database at all........")}
 	for name, content := range cases {
