@@ -12,7 +12,6 @@ import (
 	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
-	"github.com/kandev/kandev-extract/transform"
 )
 
 // The SQL each dialect runs, rendered against the real fixture schemas and
@@ -26,15 +25,14 @@ var update = flag.Bool("update", false, "rewrite the golden SQL files")
 var readable = strings.NewReplacer(", CASE ", ",\n\tCASE ", ", COALESCE(", ",\n\tCOALESCE(", " LEFT JOIN ", "\nLEFT JOIN ",
 	` FROM "`, "\nFROM \"")
 
+// goldenSpecs are the scans of every catalog table read from its source,
+// by source table.
 func goldenSpecs() map[string]models.TableSpec {
-	return map[string]models.TableSpec{
-		"task_session_subagents": transform.SubagentSpec(),
-		"task_sessions":          transform.SessionSpec(true),
-		"task_session_turns":     transform.TurnSpec(true),
-		"tasks":                  transform.TaskSpec(),
-		"workflows":              transform.WorkflowSpec(),
-		"workflow_steps":         transform.WorkflowStepSpec(),
+	specs := map[string]models.TableSpec{}
+	for _, t := range models.Scanned() {
+		specs[t.Source] = Spec(t, true)
 	}
+	return specs
 }
 
 func checkGolden(t *testing.T, dialect, name, got string) {

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 
+	"github.com/kandev/kandev-extract/internal/instant"
 	"github.com/kandev/kandev-extract/models"
-	"github.com/kandev/kandev-extract/transform"
 )
 
 // HealthCounts evaluates the writer-health comparison (spec AC-28: two
@@ -21,19 +21,37 @@ import (
 // inside the snapshot, for activity at or after since — compared as exact
 // instants, never as strings (AC-24e).
 func HealthCounts(ctx context.Context, snap models.Snapshot, since time.Time) (models.HealthCounts, error) {
-	switch s := snap.(type) {
-	case *sqliteSnapshot:
-		if err := checkHealthSchema(ctx, snap, s.src.Path); err != nil {
-			return models.HealthCounts{}, err
-		}
-		return s.health(ctx, since)
-	case *pgSnapshot:
-		if err := checkHealthSchema(ctx, snap, s.src.location); err != nil {
-			return models.HealthCounts{}, err
-		}
-		return s.health(ctx, since)
+	h, ok := snap.(healthCounter)
+	if !ok {
+		return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", snap)
 	}
-	return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", snap)
+	if err := checkHealthSchema(ctx, snap, h.store()); err != nil {
+		return models.HealthCounts{}, err
+	}
+	return h.health(ctx, since)
+}
+
+// healthCounter is a snapshot that runs the writer-health comparison in
+// its dialect: each of extract's snapshots is one.
+type healthCounter interface {
+	health(ctx context.Context, since time.Time) (models.HealthCounts, error)
+	// store names the store in errors.
+	store() string
+}
+
+func (s *sqliteSnapshot) store() string { return s.src.Path }
+func (p *pgSnapshot) store() string     { return p.src.location }
+
+// A masked snapshot (a path shown in its printable form) runs the
+// comparison of the snapshot it wraps, its errors masked.
+func (p *maskedSnapshot) store() string { return p.mask.shown }
+func (p *maskedSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
+	h, ok := p.Snapshot.(healthCounter)
+	if !ok {
+		return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", p.Snapshot)
+	}
+	c, err := h.health(ctx, since)
+	return c, p.mask.err(err)
 }
 
 // healthColumns are what the comparison reads, by table.
@@ -85,7 +103,7 @@ func init() {
 		if !ok {
 			return nil, nil
 		}
-		t, _, err := transform.ParseStamp(s)
+		t, _, err := instant.ParseStamp(s)
 		if err != nil {
 			return nil, nil
 		}

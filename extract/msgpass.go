@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kandev/kandev-extract/internal/instant"
 	"github.com/kandev/kandev-extract/models"
-	"github.com/kandev/kandev-extract/transform"
 )
 
 // The message pass (SQLite): the message evidence and the writer-health
@@ -593,7 +593,7 @@ func (p *msgPass) atOrAfter(v any) (time.Time, bool) {
 	if !ok || p.since == "" {
 		return time.Time{}, false
 	}
-	t, _, err := transform.ParseStamp(s)
+	t, _, err := instant.ParseStamp(s)
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -15,11 +15,11 @@ import (
 // archive plus the rows the previous run had and this one has not. Retention
 // therefore never loses them (only the latest run's archive is needed).
 
-// Archive tables and the table each archives, with its identifying column.
+// Archive tables (the catalog's, models.TableArchive*).
 const (
-	TableArchiveSubagent = "archive_subagent_context"
-	TableArchiveSession  = "archive_session"
-	TableArchiveTurn     = "archive_turn"
+	TableArchiveSubagent = models.TableArchiveSubagent
+	TableArchiveSession  = models.TableArchiveSession
+	TableArchiveTurn     = models.TableArchiveTurn
 )
 
 // Archived pairs an archive table with the table whose deleted rows it
@@ -28,12 +28,14 @@ type Archived struct {
 	Archive, Table, IDColumn string
 }
 
-// Archives lists the archive tables.
-var Archives = []Archived{
-	{TableArchiveSubagent, "fact_subagent_context", "subagent_id"},
-	{TableArchiveSession, "dim_session", "session_id"},
-	{TableArchiveTurn, "dim_turn", "turn_id"},
-}
+// Archives lists the archive tables, from the catalog.
+var Archives = func() []Archived {
+	var out []Archived
+	for _, a := range models.Archives() {
+		out = append(out, Archived{a.Name, a.Archive.Of, a.ID})
+	}
+	return out
+}()
 
 // VerifyRun checks a committed run's files against its manifest (size and
 // SHA-256), as Rebuild does before serving it.

@@ -15,23 +15,14 @@ import (
 	"github.com/kandev/kandev-extract/models"
 )
 
-// baseComments describe the base views.
-var baseComments = map[string]string{
-	"fact_subagent_context":   "Subagent invocations with their classification (latest committed run per installation).",
-	"fact_installation_state": "One row per installation: activation keys raw and parsed, table shape, activation state.",
-	"dim_task":                "Tasks (cards): structure only, no titles or descriptions.",
-	"dim_session":             "Exactly the rows of task_sessions (subagents are not sessions), with per-session fan-out and completeness.",
-	"dim_turn":                "Turns with per-turn fan-out and completeness, and the workflow step at the turn's start.",
-	"dim_workflow":            "Workflows.",
-	"dim_workflow_step":       "Workflow steps.",
-	"disclosures":             "Per installation, each rule that applies to its data, in plain words, with the instants and counts.",
-	"fact_writer_health":      "Writer-health evaluation per installation and run (see writer_health).",
-	"fact_writer_shortfall":   "The writer-health shortfall's keys: each subagent-task message at or after capture_since whose tool call has no subagent row, with its session and turn. Identifiers only (see writer_shortfall_turns).",
-	TableArchiveSubagent:      "Subagent rows deleted from the source since the first run, carried forward by every run: each with the run that detected the deletion and the run and snapshot that last saw it. Current views do not include them; subagent_contexts_with_deleted does.",
-	TableArchiveSession:       "Sessions deleted from the source since the first run (Kandev deletes a session's turns and subagent rows with it, AC-16), carried forward by every run.",
-	TableArchiveTurn:          "Turns deleted from the source since the first run, carried forward by every run.",
-	"rejects":                 "Source values the extractor refused or flagged: table, row id, column, raw value, reason, and the action: quarantined_row (not in the fact), nulled_value (kept as NULL), replaced_value (repaired, e.g. invalid UTF-8), truncated_value (cut to its cap, or NULL when too long to read), flagged (kept as is: orphan, duplicate key, non-UTC offset).",
-}
+// baseComments describe the base views (the catalog's table comments).
+var baseComments = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range models.Tables() {
+		m[t.Name] = t.Comment
+	}
+	return m
+}()
 
 // Rebuilt says what the rebuilt warehouse.duckdb serves and what it does
 // not.
@@ -364,7 +355,7 @@ func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []M
 			if !top.IsZero() {
 				newest = top
 			}
-			if t, ok := p.Tables["fact_subagent_context"]; ok && p.TableShape != models.ShapeAbsent {
+			if t, ok := p.Tables[models.TableFact]; ok && p.TableShape != models.ShapeAbsent {
 				subagents = t.RowsWritten
 			}
 		}

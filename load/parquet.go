@@ -27,6 +27,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/kandev/kandev-extract/models"
 )
 
 // ProvenanceKey is the Parquet key-value metadata key holding the run's
@@ -48,41 +50,32 @@ const DataPageBytes = 32 << 10
 // (see BenchmarkParquetWriteFact and docs/benchmarks.md).
 const ZstdLevel = 1
 
-// highCardinality are string columns that are (nearly) unique per row, or
-// repeat only a few times in a row group (task and session ids: ~1,600
-// distinct in a 16Ki-row fact batch): dictionary encoding only costs
-// hashing there, plus a large dictionary page in the row group's serial
-// close; zstd finds the repeats of a plain column as well.
-var highCardinality = map[string]bool{
-	"subagent_id": true, "tool_call_id": true, "parent_tool_call_id": true,
-	"agent_execution_id": true, "execution_id": true, "turn_id": true,
-	"child_session_id": true, "agent_id": true, "session_id": true,
-	"task_session_id": true, "task_id": true,
-	"row_id": true, "raw_value": true,
+// encoding is a column's encoding hint from the catalog
+// (models.Encoding: low-cardinality columns are dictionary encoded,
+// timestamps and metrics plain, (nearly) unique identifiers plain without
+// statistics). A name the catalog does not know (a test's schema) gets the
+// default of its type.
+func encoding(f arrow.Field) models.Encoding {
+	if e, ok := models.ColumnEncoding(f.Name); ok {
+		return e
+	}
+	if f.Type.ID() == arrow.TIMESTAMP {
+		return models.EncodePlain
+	}
+	return models.EncodeDictionary
 }
 
 // statisticsFor reports whether a column chunk carries min/max statistics:
 // every column but the (nearly) unique identifiers, whose min and max prune
 // nothing and whose byte-wise comparisons cost a quarter of the writer's
 // time (docs/benchmarks.md).
-func statisticsFor(f arrow.Field) bool { return !highCardinality[f.Name] }
-
-// metrics are integer columns with (nearly) unique values.
-var metrics = map[string]bool{"total_tokens": true, "tool_use_count": true, "duration_ms": true}
+func statisticsFor(f arrow.Field) bool { return encoding(f) != models.EncodeUnique }
 
 // dictionaryFor reports whether a column is dictionary encoded: low
 // cardinality strings (statuses, classification enums, models, installation
 // and run ids) and small counts are; identifiers, timestamps and metrics
 // are not.
-func dictionaryFor(f arrow.Field) bool {
-	switch {
-	case f.Type.ID() == arrow.TIMESTAMP:
-		return false
-	case highCardinality[f.Name], metrics[f.Name]:
-		return false
-	}
-	return true
-}
+func dictionaryFor(f arrow.Field) bool { return encoding(f) == models.EncodeDictionary }
 
 // ParquetFile writes one table's rows for one run.
 //

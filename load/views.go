@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/kandev/kandev-extract/models"
 )
 
-// Base tables written as Parquet, each exposed as <table>_history (every
-// retained committed run) and <table> (the latest committed run per
-// installation).
-var baseTables = []string{
-	"fact_subagent_context", "fact_installation_state", "dim_task", "dim_session", "dim_turn",
-	"dim_workflow", "dim_workflow_step", "disclosures", "rejects", "fact_writer_health", "fact_writer_shortfall",
-	TableArchiveSubagent, TableArchiveSession, TableArchiveTurn,
-}
+// Base tables written as Parquet (the catalog's, in its order), each
+// exposed as <table>_history (every retained committed run) and <table>
+// (the latest committed run per installation).
+var baseTables = models.TableNames()
 
 // The analytic views are SQL files in views/, run in file-name order (a
 // view may use any view of a lower number). Each file creates one view,

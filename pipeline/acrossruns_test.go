@@ -27,6 +27,7 @@ func acrossRun(t *testing.T, wh string, in Installation) (Result, error) {
 // not merge into one installation: the second is refused, naming both
 // sources and how to rebind; a rebind is disclosed at every later run.
 func TestInstallationIsBoundToItsSource(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	a := filepath.Join(root, "laptop", "kandev.db")
 	b := filepath.Join(root, "server", "kandev.db")
@@ -77,6 +78,7 @@ func TestInstallationIsBoundToItsSource(t *testing.T) {
 // capture_since or backfill_through changing between runs is an alarm
 // disclosure with both raw values.
 func TestActivationKeyChangeIsAnAlarm(t *testing.T) {
+	t.Parallel()
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	wh := filepath.Join(t.TempDir(), "wh")
 	first, err := acrossRun(t, wh, Installation{Name: "lab", Source: store})
@@ -99,6 +101,7 @@ func TestActivationKeyChangeIsAnAlarm(t *testing.T) {
 // carry forward (retention 1 included); current views keep the source as it
 // is now.
 func TestDeletionsAreArchived(t *testing.T) {
+	t.Parallel()
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	src := testkit.SourceDB(t, store)
 	var session string
@@ -168,6 +171,7 @@ func TestDeletionsAreArchived(t *testing.T) {
 // stale_data is disclosed when the latest attempt failed or the snapshot
 // is older than the threshold.
 func TestStaleDataIsDisclosed(t *testing.T) {
+	t.Parallel()
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	wh := filepath.Join(t.TempDir(), "wh")
 	opts := Options{Warehouse: wh, Installations: []Installation{{Name: "lab", Source: store}}}
@@ -215,6 +219,7 @@ func TestStaleDataIsDisclosed(t *testing.T) {
 // health reports a changed activation key (compared with the warehouse)
 // and a writer whose newest row is older than the threshold.
 func TestHealthKeyChangeAndStaleness(t *testing.T) {
+	t.Parallel()
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	wh := filepath.Join(t.TempDir(), "wh")
 	if _, err := acrossRun(t, wh, Installation{Name: "lab", Source: store}); err != nil {
@@ -246,6 +251,7 @@ func TestHealthKeyChangeAndStaleness(t *testing.T) {
 // between runs is archived and disclosed; a changed capture_since is an
 // alarm; another database under the same name is refused.
 func TestAcrossRunsPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := copyToPostgres(t, testkit.Fixture(t, "fresh-activated.db"))
 	wh := filepath.Join(t.TempDir(), "wh")
 	run := func(in Installation) (Result, error) {

@@ -154,6 +154,7 @@ func besideSource(t *testing.T, path string) string {
 // one, the table and column; nothing is published and the source stays
 // byte-identical.
 func TestBrokenStoresFailClearly(t *testing.T) {
+	t.Parallel()
 	half := func(t *testing.T) string {
 		b := fixtureBytes(t, "fresh-activated.db")
 		return writeBytes(t, "truncated-half.db", b[:len(b)/2])
@@ -253,6 +254,7 @@ func TestBrokenStoresFailClearly(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			path := tc.store(t)
 			var before, beside string
 			if st, err := os.Stat(path); err == nil && !st.IsDir() {
@@ -391,6 +393,7 @@ func TestLockedStore(t *testing.T) {
 // rejects row, what the warehouse holds instead, and the counts in
 // provenance and disclosures. Every other row is untouched.
 func TestRowLevelProblemsAreListedNotDropped(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	src := sourceDB(t, path)
 	sub := rowsOf(t, src, `SELECT id FROM task_session_subagents ORDER BY id LIMIT 12`)
@@ -558,6 +561,7 @@ func assertEverythingReadable(t *testing.T, wh string) {
 // is gone (foreign key not enforced) — are all kept, flagged in rejects,
 // counted in disclosures, and never silently merged or dropped.
 func TestConstraintViolationsAreKeptAndFlagged(t *testing.T) {
+	t.Parallel()
 	const cols = `id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id, subagent_type,
 		description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count,
 		duration_ms, source, observed_at, settled_at, updated_at`
@@ -702,6 +706,7 @@ func TestConstraintViolationsAreKeptAndFlagged(t *testing.T) {
 // reported, never treated as absent or as "matched nothing" (capture_since
 // still bounds).
 func TestBackfillKeyUnparseable(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	sqliteExec(t, path, `UPDATE kandev_meta SET value = 'last tuesday' WHERE key = 'subagent_context_backfill_through'`)
 	wh, _ := extractTo(t, path, "bad-backfill")
@@ -722,6 +727,7 @@ func TestBackfillKeyUnparseable(t *testing.T) {
 // raw key also stays visible, escaped, in its disclosure); a key the
 // warehouse does not keep is not reported; every file stays readable.
 func TestNonUTF8KeyAndVersion(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	sqliteExec(t, path,
 		`UPDATE kandev_meta SET value = CAST(X'323032362D30382D3033FF' AS TEXT) WHERE key = 'subagent_context_capture_since'`,

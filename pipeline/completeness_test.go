@@ -48,6 +48,7 @@ const subagentTaskMessages = `SELECT turn_id, count(DISTINCT json_extract(metada
 // turns it lies in are lower_bound (not complete), with their messages'
 // tool calls as the lower bound; health and the per-turn flags agree.
 func TestShortfallDowngradesItsTurns(t *testing.T) {
+	t.Parallel()
 	store := testkit.Fixture(t, "upgraded-backfill.db")
 	src := testkit.SourceDB(t, store)
 	msgs := map[string]string{}
@@ -93,6 +94,7 @@ func TestShortfallDowngradesItsTurns(t *testing.T) {
 // pre-feature: no subagent table, but subagent-task messages: their turns
 // are lower bounds from the messages, not unknown.
 func TestMessagesAreALowerBound(t *testing.T) {
+	t.Parallel()
 	store := testkit.Fixture(t, "pre-feature.db")
 	src := testkit.SourceDB(t, store)
 	want := testkit.RowsOf(t, src, subagentTaskMessages)
@@ -112,6 +114,7 @@ func TestMessagesAreALowerBound(t *testing.T) {
 // marked, counted in their session, and keep the other turns of that
 // session from being complete.
 func TestUnattributedRows(t *testing.T) {
+	t.Parallel()
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	src := testkit.SourceDB(t, store)
 	var session string
@@ -147,6 +150,7 @@ func TestUnattributedRows(t *testing.T) {
 // (session, tool_call_id) are one invocation: counted both ways and
 // disclosed.
 func TestLiveBackfillOverlap(t *testing.T) {
+	t.Parallel()
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	src := testkit.SourceDB(t, store)
 	var id, turn string
@@ -170,6 +174,7 @@ func TestLiveBackfillOverlap(t *testing.T) {
 // agent_execution_id values that only look like the sentinel are never
 // executions (AC-31): unrecorded, execution_id NULL, flagged.
 func TestSentinelVariantsAreNotExecutions(t *testing.T) {
+	t.Parallel()
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	testkit.SQLiteExec(t, store, `UPDATE task_session_subagents SET agent_execution_id = CASE rn WHEN 1 THEN '' WHEN 2 THEN 'UNKNOWN' ELSE ' unknown' END
 		FROM (SELECT id AS rid, row_number() OVER (ORDER BY id) AS rn FROM task_session_subagents WHERE agent_execution_id <> 'unknown' ORDER BY id LIMIT 3) WHERE id = rid`)
@@ -190,6 +195,7 @@ func TestSentinelVariantsAreNotExecutions(t *testing.T) {
 // A turn that started inside the second after a second-precision
 // capture_since is lower_bound and flagged, like the rows in it.
 func TestAmbiguousSecondTurn(t *testing.T) {
+	t.Parallel()
 	store := testkit.CopyFixture(t, "legacy-second-precision.db")
 	src := testkit.SourceDB(t, store)
 	var turn string
@@ -214,6 +220,7 @@ func TestAmbiguousSecondTurn(t *testing.T) {
 // Execution ids are trusted without execution_since on an execution-aware
 // table; the disclosure says so. Provenance counts what was read.
 func TestExecutionIdsTrustedAndRowsRead(t *testing.T) {
+	t.Parallel()
 	store := testkit.Fixture(t, "fresh-activated.db")
 	src := testkit.SourceDB(t, store)
 	recorded := testkit.One(t, src, `SELECT count(*) FROM task_session_subagents WHERE agent_execution_id <> 'unknown'`)

@@ -114,6 +114,7 @@ func assertNoMarker(t *testing.T, what, text string) {
 // debug level), the run's result (what the CLI prints) and the standalone
 // writer-health report — contains any of them.
 func TestContentNeverLeaks(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	seedContent(t, path)
 	wh := filepath.Join(t.TempDir(), "wh")

@@ -104,8 +104,10 @@ var fixtures = []fixtureWant{
 }
 
 func TestRealKandevFixtures(t *testing.T) {
+	t.Parallel()
 	for _, fx := range fixtures {
 		t.Run(strings.TrimSuffix(fx.file, ".db"), func(t *testing.T) {
+			t.Parallel()
 			path := fixture(t, fx.file)
 			wh, _ := extractTo(t, path, "fx")
 			db := duck(t, wh)

@@ -74,8 +74,14 @@ func (s *idSet) has(id string) bool {
 }
 
 // trackedIDs are the tables whose deletions are tracked, by the table the
-// pipeline writes.
-var trackedIDs = map[string]bool{transform.TableFact: true, transform.TableSession: true, transform.TableTurn: true}
+// pipeline writes: those the catalog archives.
+var trackedIDs = func() map[string]bool {
+	m := map[string]bool{}
+	for _, a := range models.Archives() {
+		m[a.Archive.Of] = true
+	}
+	return m
+}()
 
 // deletions is what the comparison with the previous run found; its DuckDB
 // connection holds the deleted ids until the archives are written.

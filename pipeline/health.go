@@ -151,3 +151,17 @@ func keyChanges(warehouse, installation string, state models.InstallationState) 
 	}
 	return out, nil
 }
+
+// evaluateHealth runs the writer-health comparison inside the snapshot, or
+// returns the verdict that stands when it must not run.
+func evaluateHealth(ctx context.Context, snap models.Snapshot, state models.InstallationState) (models.Health, error) {
+	runIt, verdict := transform.HealthPlan(state)
+	if !runIt {
+		return verdict, nil
+	}
+	counts, err := extract.HealthCounts(ctx, snap, state.CaptureSince.At)
+	if err != nil {
+		return verdict, err
+	}
+	return transform.HealthVerdict(state, counts), nil
+}

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/transform"
 )
 
 // healthOracle computes the writer-health numbers independently of the
@@ -241,8 +244,10 @@ var healthCases = []healthCase{
 }
 
 func TestWriterHealthSQLite(t *testing.T) {
+	t.Parallel()
 	for _, tc := range healthCases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			path := copyFixture(t, tc.fixture+".db")
 			sqliteExec(t, path, tc.stmts...)
 			assertHealth(t, tc, path, sourceDB(t, path), models.DialectSQLite)
@@ -251,6 +256,7 @@ func TestWriterHealthSQLite(t *testing.T) {
 	// And every real fixture, unchanged.
 	for _, fx := range fixtures {
 		t.Run("fixture "+fx.file, func(t *testing.T) {
+			t.Parallel()
 			path := fixture(t, fx.file)
 			r, err := CheckHealth(context.Background(), path, HealthOptions{StaleAfter: neverStale})
 			if err != nil {
@@ -274,8 +280,10 @@ func TestWriterHealthSQLite(t *testing.T) {
 }
 
 func TestWriterHealthPostgres(t *testing.T) {
+	t.Parallel()
 	for _, tc := range healthCases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, dsn := pgFixture(t, tc.fixture+".pg.sql")
 			pgExec(t, dsn, tc.stmts...)
 			db, err := sql.Open("pgx", dsn)
@@ -307,7 +315,19 @@ func assertHealth(t *testing.T, tc healthCase, source string, db *sql.DB, dialec
 	if tc.check != nil {
 		tc.check(t, r.Health.Counts)
 	}
+	// The run's message pass (one read of the messages, extract.ReadMessages)
+	// counts what the comparison counts, case by case.
+	if r.Evaluated {
+		if got := messagePassCounts(t, source); countsString(got) != countsString(r.Health.Counts) {
+			t.Errorf("message pass counts = %s, the comparison's %s", countsString(got), countsString(r.Health.Counts))
+		}
+	}
 	// The run records the same evaluation; counts are NULL when not run.
+	// A whole run per verdict and dialect (the message pass's counts are
+	// compared above for every case).
+	if _, done := recordedVerdicts.LoadOrStore(string(dialect)+"|"+string(r.Status), true); done {
+		return
+	}
 	wh, _ := extractTo(t, source, "h")
 	row := one(t, duck(t, wh), `SELECT status || '|' || evaluated || '|' || coalesce(shortfall::VARCHAR, 'NULL') || '|' || coalesce(excess::VARCHAR, 'NULL') FROM writer_health`)
 	wantRow := fmt.Sprintf("%s|%v|NULL|NULL", r.Status, r.Evaluated)
@@ -320,6 +340,42 @@ func assertHealth(t *testing.T, tc healthCase, source string, db *sql.DB, dialec
 	if !strings.Contains(one(t, duck(t, wh), `SELECT text FROM disclosures WHERE rule = 'writer_health'`), string(r.Status)) {
 		t.Error("writer_health disclosure missing")
 	}
+}
+
+// recordedVerdicts are the verdicts, by dialect, a whole run has recorded
+// in a test (assertHealth).
+var recordedVerdicts sync.Map
+
+// messagePassCounts runs the run's message pass on a source's snapshot and
+// returns its writer-health counts.
+func messagePassCounts(t *testing.T, source string) models.HealthCounts {
+	t.Helper()
+	ctx := context.Background()
+	src, err := extract.Open(ctx, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	snap, err := src.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	meta, err := snap.Meta(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := snap.SubagentSchema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := transform.Installation(meta, transform.Shape(schema))
+	since := state.CaptureSince.At
+	_, counts, err := extract.ReadMessages(ctx, snap, &since, state.Shape != models.ShapeAbsent, &since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *counts
 }
 
 // neverStale keeps the fixtures' months-old rows from making a healthy

@@ -25,6 +25,7 @@ const writerEnv = "KANDEV_EXTRACT_TEST_WRITER_STORE"
 // store in WAL mode until it is sent SIGTERM, then reports what it
 // committed. Run alone, it skips.
 func TestKandevWriterProcess(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(writerEnv)
 	if path == "" {
 		t.Skip("the writer process of TestLiveWriter")
@@ -53,6 +54,7 @@ func TestKandevWriterProcess(t *testing.T) {
 // internally consistent — one snapshot for every table and for writer
 // health.
 func TestLiveWriter(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	baseline, err := CheckHealth(context.Background(), fixture(t, "fresh-activated.db"), HealthOptions{})
 	if err != nil {

@@ -110,6 +110,7 @@ func pgValue(t *testing.T, pgType string, v any) any {
 // The same generated store in SQLite and in PostgreSQL gives the same
 // warehouse, row for row, provenance aside.
 func TestParityDemoStoreSQLiteAndPostgres(t *testing.T) {
+	t.Parallel()
 	sqlitePath := filepath.Join(repoRoot(t), "testdata", "demo", "kandev-demo.db")
 	dsn := copyToPostgres(t, sqlitePath)
 	whS, _ := extractTo(t, sqlitePath, "demo")

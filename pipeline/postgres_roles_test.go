@@ -50,6 +50,7 @@ func pgChecksum(t *testing.T, dsn string) string {
 // TEMP in the database, no CREATE in the schema — reads exactly what the
 // superuser reads, and leaves the database unchanged.
 func TestPostgresSelectOnlyRole(t *testing.T) {
+	t.Parallel()
 	c, dsn := pgFixture(t, "upgraded-backfill.pg.sql")
 	db := pgDBName(dsn)
 	const secret = "select-only-Pw9"
@@ -89,6 +90,7 @@ func TestPostgresSelectOnlyRole(t *testing.T) {
 // manifests, logs, the run's result, the health report — nor in the error,
 // the failed manifest or the logs of a failing one.
 func TestPostgresPasswordNeverAppears(t *testing.T) {
+	t.Parallel()
 	c, dsn := pgFixture(t, "fresh-activated.pg.sql")
 	db := pgDBName(dsn)
 	const secret = "kx-S3cret#pass!w0rd"
@@ -158,6 +160,7 @@ func TestPostgresPasswordNeverAppears(t *testing.T) {
 // every row and flags duplicates and orphans; one without
 // agent_execution_id (pre-amendment) checks its two-column key.
 func TestPostgresConstraintViolationsAreFlagged(t *testing.T) {
+	t.Parallel()
 	const dropConstraints = `DO $$ DECLARE r record; BEGIN
 		FOR r IN SELECT conrelid::regclass AS t, conname FROM pg_constraint
 			WHERE conrelid IN ('task_session_subagents'::regclass, 'task_session_turns'::regclass) AND contype IN ('u', 'f') LOOP

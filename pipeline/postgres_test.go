@@ -73,6 +73,7 @@ func pgKey(t *testing.T, dsn, key string) any {
 }
 
 func TestPostgresFixtures(t *testing.T) {
+	t.Parallel()
 	for _, fx := range []struct {
 		dump       string
 		backfill   string
@@ -82,6 +83,7 @@ func TestPostgresFixtures(t *testing.T) {
 		{"upgraded-backfill.pg.sql", "present", 29},
 	} {
 		t.Run(strings.TrimSuffix(fx.dump, ".pg.sql"), func(t *testing.T) {
+			t.Parallel()
 			_, dsn := pgFixture(t, fx.dump)
 			wh, res := extractTo(t, dsn, "pg")
 			db := duck(t, wh)
@@ -141,6 +143,7 @@ func parquetTable(t *testing.T, wh, table string, exclude ...string) []string {
 
 // The same data in SQLite and in PostgreSQL gives the same warehouse.
 func TestParitySQLiteAndPostgres(t *testing.T) {
+	t.Parallel()
 	sqlitePath := fixture(t, "fresh-activated.db")
 	_, dsn := pgFixture(t, "fresh-activated.pg.sql")
 	whS, _ := extractTo(t, sqlitePath, "same")
@@ -186,6 +189,7 @@ func TestPostgresSessionTimeZoneChangesNothing(t *testing.T) {
 }
 
 func TestPostgresOneMicrosecondBoundary(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgFixture(t, "fresh-activated.pg.sql")
 	ids := pgRows(t, dsn, `SELECT id FROM task_session_subagents ORDER BY id LIMIT 3`)
 	pgExec(t, dsn,
@@ -214,6 +218,7 @@ func pgRunErr(t *testing.T, dsn string) error {
 }
 
 func TestPostgresErrorsAreClearAndSecretFree(t *testing.T) {
+	t.Parallel()
 	c, dsn := pgFixture(t, "fresh-activated.pg.sql")
 	dbName := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
 	const secret = "supersecret-Zq9"
@@ -258,6 +263,7 @@ func TestPostgresErrorsAreClearAndSecretFree(t *testing.T) {
 }
 
 func TestPostgresStatementTimeout(t *testing.T) {
+	t.Parallel()
 	c, dsn := pgFixture(t, "fresh-activated.pg.sql")
 	_ = c
 	// Another session holds a lock the extractor's read must wait for.

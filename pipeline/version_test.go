@@ -6,6 +6,7 @@ import (
 )
 
 func TestExtractorVersion(t *testing.T) {
+	t.Parallel()
 	info := func(version string, settings ...string) func() (*debug.BuildInfo, bool) {
 		return func() (*debug.BuildInfo, bool) {
 			bi := &debug.BuildInfo{Main: debug.Module{Path: "github.com/kandev/kandev-extract", Version: version}}

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/kandev/kandev-extract/models"
 )
 
 // DefaultBatchRows is how many rows a record batch holds before it is handed
@@ -14,20 +16,22 @@ import (
 const DefaultBatchRows = 128 * 1024
 
 // Timestamp is the warehouse's one timestamp type: TIMESTAMP(MICROS, UTC).
-var Timestamp = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+var Timestamp = models.ArrowTimestamp
 
 // RecordSink receives finished record batches (the Parquet writer).
 type RecordSink interface {
 	Write(rec arrow.RecordBatch) error
 }
 
-// Builder appends rows column by column into a reused Arrow RecordBuilder
-// and flushes a batch to its sink every BatchRows rows.
+// Builder appends rows into a reused Arrow RecordBuilder and flushes a
+// batch to its sink every BatchRows rows. Each setter names its column by
+// index, resolved once from the catalog (models.Table.Col): a transformer
+// may set a row's columns in any order, each exactly once.
 type Builder struct {
 	rb        *array.RecordBuilder
 	fields    []array.Builder
 	sink      RecordSink
-	col, rows int
+	set, rows int
 	total     int64
 	BatchRows int
 }
@@ -38,21 +42,20 @@ func NewBuilder(mem memory.Allocator, schema *arrow.Schema, sink RecordSink) *Bu
 	return &Builder{rb: rb, fields: rb.Fields(), sink: sink, BatchRows: DefaultBatchRows}
 }
 
-func (b *Builder) next() array.Builder {
-	f := b.fields[b.col]
-	b.col++
-	return f
+// Str sets column i to a non-null string. Text that is not valid UTF-8 is
+// repaired (U+FFFD): Parquet strings and DuckDB require UTF-8.
+// Transformers record each repair of a source value in rejects before it
+// gets here; this is the guarantee for every other string (raw keys,
+// locations).
+func (b *Builder) Str(i int, s string) {
+	b.set++
+	b.fields[i].(*array.StringBuilder).Append(validText(s))
 }
 
-// Str appends a non-null string. Text that is not valid UTF-8 is repaired
-// (U+FFFD): Parquet strings and DuckDB require UTF-8. Transformers record
-// each repair of a source value in rejects before it gets here; this is
-// the guarantee for every other string (raw keys, locations).
-func (b *Builder) Str(s string) { b.next().(*array.StringBuilder).Append(validText(s)) }
-
-// OptStr appends s, or null when !valid.
-func (b *Builder) OptStr(s string, valid bool) {
-	f := b.next().(*array.StringBuilder)
+// OptStr sets column i to s, or null when !valid.
+func (b *Builder) OptStr(i int, s string, valid bool) {
+	b.set++
+	f := b.fields[i].(*array.StringBuilder)
 	if valid {
 		f.Append(validText(s))
 	} else {
@@ -60,9 +63,10 @@ func (b *Builder) OptStr(s string, valid bool) {
 	}
 }
 
-// Int appends an int64, or null when !valid.
-func (b *Builder) Int(n int64, valid bool) {
-	f := b.next().(*array.Int64Builder)
+// Int sets column i to an int64, or null when !valid.
+func (b *Builder) Int(i int, n int64, valid bool) {
+	b.set++
+	f := b.fields[i].(*array.Int64Builder)
 	if valid {
 		f.Append(n)
 	} else {
@@ -70,9 +74,10 @@ func (b *Builder) Int(n int64, valid bool) {
 	}
 }
 
-// Bool appends a boolean, or null when !valid.
-func (b *Builder) Bool(v bool, valid bool) {
-	f := b.next().(*array.BooleanBuilder)
+// Bool sets column i to a boolean, or null when !valid.
+func (b *Builder) Bool(i int, v bool, valid bool) {
+	b.set++
+	f := b.fields[i].(*array.BooleanBuilder)
 	if valid {
 		f.Append(v)
 	} else {
@@ -80,9 +85,11 @@ func (b *Builder) Bool(v bool, valid bool) {
 	}
 }
 
-// Time appends an instant truncated to microseconds, or null when !valid.
-func (b *Builder) Time(t time.Time, valid bool) {
-	f := b.next().(*array.TimestampBuilder)
+// Time sets column i to an instant truncated to microseconds, or null
+// when !valid.
+func (b *Builder) Time(i int, t time.Time, valid bool) {
+	b.set++
+	f := b.fields[i].(*array.TimestampBuilder)
 	if valid {
 		f.Append(arrow.Timestamp(t.UnixMicro()))
 	} else {
@@ -90,12 +97,14 @@ func (b *Builder) Time(t time.Time, valid bool) {
 	}
 }
 
-// EndRow finishes a row and flushes a full batch.
+// EndRow finishes a row and flushes a full batch. A row must set as many
+// columns as the schema has (a column set twice and another not at all
+// is caught when the batch is flushed).
 func (b *Builder) EndRow() error {
-	if b.col != len(b.fields) {
-		panic(fmt.Sprintf("transform: row has %d of %d columns", b.col, len(b.fields)))
+	if b.set != len(b.fields) {
+		panic(fmt.Sprintf("transform: row has %d of %d columns", b.set, len(b.fields)))
 	}
-	b.col = 0
+	b.set = 0
 	b.rows++
 	b.total++
 	if b.rows >= b.BatchRows {
@@ -109,6 +118,11 @@ func (b *Builder) Flush() error {
 	if b.rows == 0 {
 		return nil
 	}
+	for i, f := range b.fields {
+		if f.Len() != b.rows {
+			panic(fmt.Sprintf("transform: column %d holds %d values for %d rows (set twice in a row, or not at all)", i, f.Len(), b.rows))
+		}
+	}
 	rec := b.rb.NewRecordBatch()
 	defer rec.Release()
 	b.rows = 0
@@ -120,30 +134,3 @@ func (b *Builder) Rows() int64 { return b.total }
 
 // Release frees the builder's buffers.
 func (b *Builder) Release() { b.rb.Release() }
-
-// fields is shorthand for schema construction.
-func str(name string) arrow.Field { return arrow.Field{Name: name, Type: arrow.BinaryTypes.String} }
-func optStr(name string) arrow.Field {
-	return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
-}
-func optInt(name string) arrow.Field {
-	return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Int64, Nullable: true}
-}
-func integer(name string) arrow.Field {
-	return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Int64}
-}
-func boolean(name string) arrow.Field {
-	return arrow.Field{Name: name, Type: arrow.FixedWidthTypes.Boolean}
-}
-func optBool(name string) arrow.Field {
-	return arrow.Field{Name: name, Type: arrow.FixedWidthTypes.Boolean, Nullable: true}
-}
-func stamp(name string) arrow.Field { return arrow.Field{Name: name, Type: Timestamp} }
-func optStamp(name string) arrow.Field {
-	return arrow.Field{Name: name, Type: Timestamp, Nullable: true}
-}
-
-// runFields lead every table: every row carries its installation and run.
-func runFields(rest ...arrow.Field) *arrow.Schema {
-	return arrow.NewSchema(append([]arrow.Field{str("installation_id"), str("run_id")}, rest...), nil)
-}

@@ -7,50 +7,37 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/kandev/kandev-extract/models"
 )
 
 // ---- dim_turn --------------------------------------------------------------
 
-// TurnSpec reads task_session_turns with their subagent counts. metadata is
-// read only for workflow_step_id_at_start.
-func TurnSpec(featurePresent bool) models.TableSpec {
-	spec := models.TableSpec{Name: "task_session_turns", Alias: "t", Columns: []models.ColumnSpec{
-		{Name: "id", Required: true},
-		{Name: "task_session_id", Required: true},
-		{Name: "task_id"},
-		{Name: "started_at", Kind: models.KindStamp, Required: true},
-		{Name: "completed_at", Kind: models.KindStamp},
-		{Name: "metadata"},
-		{Name: "updated_at", Kind: models.KindStamp},
-	}}
-	if featurePresent {
-		spec.Columns = append(spec.Columns, countColumns()...)
-		spec.Join = fanoutJoin("turn_id")
-	} else {
-		spec.Columns = append(spec.Columns, zeroCountColumns()...)
-	}
-	spec.Columns = append(spec.Columns,
-		models.ColumnSpec{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(dup.n, 1)"},
-		models.ColumnSpec{Name: "session_missing", Kind: models.KindCount, Expr: sessionMissing})
-	spec.Columns = append(spec.Columns, evidenceColumns(featurePresent)...)
-	spec.Join += duplicateJoin("task_session_turns", "dup")
-	return capped(spec)
-}
-
-// turnDistinct is the position of distinct_tool_calls (then
-// live_backfill_overlap) in TurnSpec.
-var turnDistinct = TurnSpec(true).Column("distinct_tool_calls")
-
-var turnNames = specNames(TurnSpec(true))
+var turnTable = models.MustTable(models.TableTurn)
 
 // TurnSchema is dim_turn.
-var TurnSchema = runFields(append(append([]arrow.Field{
-	str("turn_id"), str("session_id"), optStr("task_id"), optStr("workflow_step_id_at_start"),
-	optStamp("started_at"), optStamp("completed_at"),
-}, fanoutFields...), integer("unattributed_session_rows"))...)
+var TurnSchema = turnTable.Schema()
+
+// turnIn and turnOut are dim_turn's cells and columns.
+var turnIn, turnOut = func() (in turnInCols, out turnOutCols) {
+	t := turnTable
+	r, c := t.ReadCol, t.Col
+	in = turnInCols{id: r("id"), session: r("task_session_id"), task: r("task_id"), started: r("started_at"), completed: r("completed_at"),
+		metadata: r("metadata"), updated: r("updated_at"), sessionMissing: r("session_missing")}
+	out = turnOutCols{id: c("turn_id"), session: c("session_id"), task: c("task_id"), step: c("workflow_step_id_at_start"),
+		started: c("started_at"), completed: c("completed_at"), unattributed: c("unattributed_session_rows")}
+	in.fanoutIn, out.fanoutOut = resolveFanout(t)
+	return in, out
+}()
+
+type turnInCols struct {
+	id, session, task, started, completed, metadata, updated, sessionMissing int
+	fanoutIn
+}
+
+type turnOutCols struct {
+	id, session, task, step, started, completed, unattributed int
+	fanoutOut
+}
 
 // Turns transforms task_session_turns into dim_turn.
 type Turns struct {
@@ -64,58 +51,60 @@ func NewTurns(ctx *Context, b *Builder) *Turns {
 	return &Turns{ctx: ctx, b: b, Stats: FanoutStats{Completeness: map[models.FanoutCompleteness]int64{}}}
 }
 
-// Append transforms one task_session_turns row (TurnSpec order).
+// Append transforms one task_session_turns row (the catalog's Read order).
 func (t *Turns) Append(row []any) error {
-	b := t.b
-	id, err := t.ctx.cleanText("task_session_turns", turnNames, row)
+	b, in, o := t.b, &turnIn, &turnOut
+	const table = models.SourceTurns
+	id, err := t.ctx.cleanText(table, turnTable.Read, row)
 	if err != nil {
 		return err
 	}
-	if err := t.ctx.flagDuplicate("task_session_turns", id, row[0], row[10], &t.Stats); err != nil {
+	if err := t.ctx.flagDuplicate(table, id, row[in.id], row[in.sharingID], &t.Stats); err != nil {
 		return err
 	}
-	if n, _, _ := asInt(row[11]); n == 1 {
+	if n, _, _ := asInt(row[in.sessionMissing]); n == 1 {
 		t.Stats.Orphans++
-		if err := t.ctx.Rejects.Add("task_session_turns", id, "task_session_id", row[1],
+		if err := t.ctx.Rejects.Add(table, id, "task_session_id", row[in.session],
 			"orphan: no task_sessions row has this id (the session is gone); the turn is kept and counted", ActionFlagged); err != nil {
 			return err
 		}
 	}
 	t.ctx.lead(b)
-	b.Str(id)
-	sess, _ := asText(row[1])
-	b.Str(sess)
-	b.OptStr(asRef(row[2]))
-	step, stepOK, problem := StepAtStart(row[5])
+	b.Str(o.id, id)
+	sess, _ := asText(row[in.session])
+	b.Str(o.session, sess)
+	task, ok := asRef(row[in.task])
+	b.OptStr(o.task, task, ok)
+	step, stepOK, problem := StepAtStart(row[in.metadata])
 	if problem != "" {
-		if err := t.ctx.Rejects.Add("task_session_turns", id, "metadata", nil, problem, ActionNulledValue); err != nil {
+		if err := t.ctx.Rejects.Add(table, id, "metadata", nil, problem, ActionNulledValue); err != nil {
 			return err
 		}
 	}
-	b.OptStr(step, stepOK)
-	started, startedOK, err := t.ctx.stampCol(b, "task_session_turns", id, "started_at", row[3])
+	b.OptStr(o.step, step, stepOK)
+	started, startedOK, err := t.ctx.stampCol(b, o.started, table, id, "started_at", row[in.started])
 	if err != nil {
 		return err
 	}
-	if _, _, err := t.ctx.stampCol(b, "task_session_turns", id, "completed_at", row[4]); err != nil {
+	if _, _, err := t.ctx.stampCol(b, o.completed, table, id, "completed_at", row[in.completed]); err != nil {
 		return err
 	}
-	u, ok, err := t.ctx.optStamp("task_session_turns", id, "updated_at", row[6])
+	u, ok, err := t.ctx.optStamp(table, id, "updated_at", row[in.updated])
 	if err != nil {
 		return err
 	}
 	if ok && u.After(t.Stats.MaxUpdated) {
 		t.Stats.MaxUpdated = u
 	}
-	n, _, _ := asInt(row[7])
-	live, _, _ := asInt(row[8])
-	backfill, _, _ := asInt(row[9])
-	distinct, _, _ := asInt(row[turnDistinct])
-	overlap, _, _ := asInt(row[turnDistinct+1])
+	n, _, _ := asInt(row[in.observed])
+	live, _, _ := asInt(row[in.live])
+	backfill, _, _ := asInt(row[in.backfill])
+	distinct, _, _ := asInt(row[in.distinct])
+	overlap, _, _ := asInt(row[in.overlap])
 	unplaced := t.ctx.Unattributed[sess]
-	c := t.ctx.fanout(b, &t.Stats, FanoutInput{Started: started, StartedOK: startedOK, Rows: n, Overlap: overlap, Distinct: distinct,
+	c := t.ctx.fanout(b, &o.fanoutOut, &t.Stats, FanoutInput{Started: started, StartedOK: startedOK, Rows: n, Overlap: overlap, Distinct: distinct,
 		Messages: t.ctx.TurnEvidence[id], Unattributed: unplaced}, live, backfill)
-	b.Int(unplaced, true)
+	b.Int(o.unattributed, unplaced, true)
 	t.Stats.Rows++
 	t.Stats.Completeness[c]++
 	return b.EndRow()
@@ -172,32 +161,17 @@ func StepAtStart(v any) (step string, ok bool, problem string) {
 	return validText(step2), true, ""
 }
 
-// ---- dim_task --------------------------------------------------------------
+// ---- dim_task, dim_workflow, dim_workflow_step ----------------------------
 
-// TaskSpec reads tasks: structure only (no title, description or metadata).
-func TaskSpec() models.TableSpec {
-	return capped(withDuplicateCount(models.TableSpec{Name: "tasks", Columns: []models.ColumnSpec{
-		{Name: "id", Required: true},
-		{Name: "workspace_id"},
-		{Name: "workflow_id"},
-		{Name: "workflow_step_id"},
-		{Name: "identifier"},
-		{Name: "state"},
-		{Name: "priority"},
-		{Name: "parent_id"},
-		{Name: "is_ephemeral", Kind: models.KindInt},
-		{Name: "created_at", Kind: models.KindStamp},
-		{Name: "updated_at", Kind: models.KindStamp},
-		{Name: "archived_at", Kind: models.KindStamp},
-	}}))
-}
+// TaskSchema is dim_task (structure only: no title, description or
+// metadata).
+var TaskSchema = models.MustTable(models.TableTask).Schema()
 
-// TaskSchema is dim_task.
-var TaskSchema = runFields(
-	str("task_id"), optStr("workspace_id"), optStr("workflow_id"), optStr("workflow_step_id"),
-	optStr("identifier"), optStr("state"), optStr("priority"), optStr("parent_id"), optBool("is_ephemeral"),
-	optStamp("created_at"), optStamp("updated_at"), optStamp("archived_at"),
-)
+// WorkflowSchema is dim_workflow (no description or prompt).
+var WorkflowSchema = models.MustTable(models.TableWorkflow).Schema()
+
+// WorkflowStepSchema is dim_workflow_step (no prompt or events).
+var WorkflowStepSchema = models.MustTable(models.TableWorkflowStep).Schema()
 
 // DimStats counts a dimension's rows, the rows sharing an id with another
 // (kept and flagged), and its high water.
@@ -207,24 +181,25 @@ type DimStats struct {
 	MaxUpdated   time.Time
 }
 
-// withDuplicateCount adds rows_sharing_id to a dimension's scan: how many
-// rows share the row's id (1 unless the store lost its primary key).
-func withDuplicateCount(spec models.TableSpec) models.TableSpec {
-	spec.Alias = "t"
-	spec.Columns = append(spec.Columns, models.ColumnSpec{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(dup.n, 1)"})
-	spec.Join += duplicateJoin(spec.Name, "dup")
-	return spec
-}
-
-// Dim transforms a simple dimension: reference and text columns, integers,
-// flags and timestamps, in spec order.
+// Dim transforms a simple dimension, every stored column read copied into
+// the warehouse column of the same name (the id into the table's id
+// column): references and text, integers, flags (an integer read into a
+// BOOLEAN column) and timestamps; its plan is derived from the catalog
+// once.
 type Dim struct {
 	ctx   *Context
 	b     *Builder
-	table string
-	kinds []dimKind
-	names []string
+	table *models.Table
+	plan  []dimCell
 	Stats DimStats
+}
+
+// dimCell is what Dim does with one cell of the scan.
+type dimCell struct {
+	kind dimKind
+	in   int    // the cell
+	out  int    // the warehouse column (-1 when none)
+	name string // the source column, for rejects
 }
 
 type dimKind int
@@ -239,57 +214,95 @@ const (
 	dimDuplicates // rows_sharing_id: not written, flagged when above 1
 )
 
-func newDim(ctx *Context, b *Builder, table string, kinds ...dimKind) *Dim {
-	spec := map[string]models.TableSpec{
-		"tasks": TaskSpec(), "workflows": WorkflowSpec(), "workflow_steps": WorkflowStepSpec(),
-	}[table]
-	return &Dim{ctx: ctx, b: b, table: table, kinds: kinds, names: specNames(spec)}
+// dimPlan derives a dimension's plan from its catalog entry.
+func dimPlan(t *models.Table) []dimCell {
+	var plan []dimCell
+	for i, c := range t.Read {
+		cell := dimCell{in: i, out: -1, name: c.Name}
+		switch {
+		case c.Name == "rows_sharing_id":
+			cell.kind = dimDuplicates
+		case c.Computed:
+			panic("transform: no use for the computed column " + c.Name + " of " + t.Source)
+		case c.Name == "id":
+			cell.kind, cell.out = dimID, t.Col(t.ID)
+		case c.Kind == models.KindStamp && c.Name == t.HighWater:
+			cell.kind, cell.out = dimUpdated, t.Col(c.Name)
+		case c.Kind == models.KindStamp:
+			cell.kind, cell.out = dimStamp, t.Col(c.Name)
+		case c.Kind == models.KindInt && t.Columns[t.Col(c.Name)].Type == models.Bool:
+			cell.kind, cell.out = dimFlag, t.Col(c.Name)
+		case c.Kind == models.KindInt:
+			cell.kind, cell.out = dimInt, t.Col(c.Name)
+		default:
+			cell.kind, cell.out = dimRef, t.Col(c.Name)
+		}
+		plan = append(plan, cell)
+	}
+	return plan
+}
+
+var dimPlans = map[string][]dimCell{}
+
+func init() {
+	for _, name := range []string{models.TableTask, models.TableWorkflow, models.TableWorkflowStep} {
+		dimPlans[name] = dimPlan(models.MustTable(name))
+	}
+}
+
+func newDim(ctx *Context, b *Builder, table string) *Dim {
+	return &Dim{ctx: ctx, b: b, table: models.MustTable(table), plan: dimPlans[table]}
 }
 
 // NewTasks returns the dim_task transformer.
-func NewTasks(ctx *Context, b *Builder) *Dim {
-	return newDim(ctx, b, "tasks", dimID, dimRef, dimRef, dimRef, dimRef, dimRef, dimRef, dimRef, dimFlag,
-		dimStamp, dimUpdated, dimStamp, dimDuplicates)
-}
+func NewTasks(ctx *Context, b *Builder) *Dim { return newDim(ctx, b, models.TableTask) }
+
+// NewWorkflows returns the dim_workflow transformer.
+func NewWorkflows(ctx *Context, b *Builder) *Dim { return newDim(ctx, b, models.TableWorkflow) }
+
+// NewWorkflowSteps returns the dim_workflow_step transformer.
+func NewWorkflowSteps(ctx *Context, b *Builder) *Dim { return newDim(ctx, b, models.TableWorkflowStep) }
 
 // Append transforms one row.
 func (d *Dim) Append(row []any) error {
-	b := d.b
-	id, err := d.ctx.cleanText(d.table, d.names, row)
+	b, table := d.b, d.table.Source
+	id, err := d.ctx.cleanText(table, d.table.Read, row)
 	if err != nil {
 		return err
 	}
 	d.ctx.lead(b)
-	for i, k := range d.kinds {
-		switch k {
+	for _, c := range d.plan {
+		v := row[c.in]
+		switch c.kind {
 		case dimID:
-			b.Str(id)
+			b.Str(c.out, id)
 		case dimRef:
-			b.OptStr(asRef(row[i]))
+			s, ok := asRef(v)
+			b.OptStr(c.out, s, ok)
 		case dimInt, dimFlag:
-			n, ok, problem := asInt(row[i])
+			n, ok, problem := asInt(v)
 			if problem != "" {
-				if err := d.ctx.Rejects.Add(d.table, id, d.column(i), row[i], problem, ActionNulledValue); err != nil {
+				if err := d.ctx.Rejects.Add(table, id, c.name, v, problem, ActionNulledValue); err != nil {
 					return err
 				}
 			}
-			if k == dimFlag {
-				b.Bool(n != 0, ok)
+			if c.kind == dimFlag {
+				b.Bool(c.out, n != 0, ok)
 			} else {
-				b.Int(n, ok)
+				b.Int(c.out, n, ok)
 			}
 		case dimStamp, dimUpdated:
-			t, ok, err := d.ctx.stampCol(b, d.table, id, d.column(i), row[i])
+			t, ok, err := d.ctx.stampCol(b, c.out, table, id, c.name, v)
 			if err != nil {
 				return err
 			}
-			if k == dimUpdated && ok && t.After(d.Stats.MaxUpdated) {
+			if c.kind == dimUpdated && ok && t.After(d.Stats.MaxUpdated) {
 				d.Stats.MaxUpdated = t
 			}
 		case dimDuplicates:
-			if n, _, _ := asInt(row[i]); n > 1 {
+			if n, _, _ := asInt(v); n > 1 {
 				d.Stats.DuplicateIDs++
-				if err := d.ctx.Rejects.Add(d.table, id, "id", row[0], duplicateIDReason(n), ActionFlagged); err != nil {
+				if err := d.ctx.Rejects.Add(table, id, "id", row[0], duplicateIDReason(n), ActionFlagged); err != nil {
 					return err
 				}
 			}
@@ -297,59 +310,4 @@ func (d *Dim) Append(row []any) error {
 	}
 	d.Stats.Rows++
 	return b.EndRow()
-}
-
-// column is a source column name, for rejects.
-func (d *Dim) column(i int) string {
-	if i < len(d.names) {
-		return d.names[i]
-	}
-	return "?"
-}
-
-// ---- dim_workflow, dim_workflow_step ---------------------------------------
-
-// WorkflowSpec reads workflows (no description or prompt).
-func WorkflowSpec() models.TableSpec {
-	return capped(withDuplicateCount(models.TableSpec{Name: "workflows", Columns: []models.ColumnSpec{
-		{Name: "id", Required: true},
-		{Name: "workspace_id"},
-		{Name: "name"},
-		{Name: "created_at", Kind: models.KindStamp},
-		{Name: "updated_at", Kind: models.KindStamp},
-	}}))
-}
-
-// WorkflowSchema is dim_workflow.
-var WorkflowSchema = runFields(
-	str("workflow_id"), optStr("workspace_id"), optStr("name"), optStamp("created_at"), optStamp("updated_at"),
-)
-
-// NewWorkflows returns the dim_workflow transformer.
-func NewWorkflows(ctx *Context, b *Builder) *Dim {
-	return newDim(ctx, b, "workflows", dimID, dimRef, dimRef, dimStamp, dimUpdated, dimDuplicates)
-}
-
-// WorkflowStepSpec reads workflow_steps (no prompt or events).
-func WorkflowStepSpec() models.TableSpec {
-	return capped(withDuplicateCount(models.TableSpec{Name: "workflow_steps", Columns: []models.ColumnSpec{
-		{Name: "id", Required: true},
-		{Name: "workflow_id"},
-		{Name: "name"},
-		{Name: "stage_type"},
-		{Name: "position", Kind: models.KindInt},
-		{Name: "created_at", Kind: models.KindStamp},
-		{Name: "updated_at", Kind: models.KindStamp},
-	}}))
-}
-
-// WorkflowStepSchema is dim_workflow_step.
-var WorkflowStepSchema = runFields(
-	str("step_id"), optStr("workflow_id"), optStr("name"), optStr("stage_type"), optInt("position"),
-	optStamp("created_at"), optStamp("updated_at"),
-)
-
-// NewWorkflowSteps returns the dim_workflow_step transformer.
-func NewWorkflowSteps(ctx *Context, b *Builder) *Dim {
-	return newDim(ctx, b, "workflow_steps", dimID, dimRef, dimRef, dimRef, dimInt, dimStamp, dimUpdated, dimDuplicates)
 }

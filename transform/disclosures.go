@@ -239,19 +239,19 @@ func (f Facts) rejectRules() []Disclosure {
 }
 
 // DisclosureSchema is the disclosures table.
-var DisclosureSchema = runFields(
-	str("rule"), str("severity"), str("text"), optStamp("instant"), optInt("count"),
-)
+var DisclosureSchema = models.MustTable(models.TableDisclosures).Schema()
 
 // WriteDisclosures appends the rules to b.
 func WriteDisclosures(ctx *Context, b *Builder, ds []Disclosure) error {
+	t := models.MustTable(models.TableDisclosures)
+	rule, severity, text, instant, count := t.Col("rule"), t.Col("severity"), t.Col("text"), t.Col("instant"), t.Col("count")
 	for _, d := range ds {
 		ctx.lead(b)
-		b.Str(d.Rule)
-		b.Str(d.Severity)
-		b.Str(d.Text)
-		b.Time(d.Instant, !d.Instant.IsZero())
-		b.Int(d.Count, d.HasCount)
+		b.Str(rule, d.Rule)
+		b.Str(severity, d.Severity)
+		b.Str(text, d.Text)
+		b.Time(instant, d.Instant, !d.Instant.IsZero())
+		b.Int(count, d.Count, d.HasCount)
 		if err := b.EndRow(); err != nil {
 			return err
 		}
@@ -261,15 +261,7 @@ func WriteDisclosures(ctx *Context, b *Builder, ds []Disclosure) error {
 
 // InstallationSchema is fact_installation_state: one row per installation
 // per run.
-var InstallationSchema = runFields(
-	stamp("snapshot_at"), str("source_dialect"), str("source_location"), optStr("kandev_version"),
-	optStr("capture_since_raw"), optStamp("capture_since"), optStr("capture_since_precision"), str("capture_since_state"),
-	optStr("backfill_through_raw"), optStamp("backfill_through"), optStr("backfill_through_precision"), str("backfill_through_state"),
-	optStr("execution_since_raw"), optStamp("execution_since"), optStr("execution_since_precision"), str("execution_since_state"),
-	str("subagent_table_shape"), str("activation_state"),
-	optInt("subagent_rows"), optInt("subagent_rows_live"), optInt("subagent_rows_backfill"),
-	integer("session_rows"), integer("turn_rows"), integer("rejected_values"), str("extractor_version"),
-)
+var InstallationSchema = models.MustTable(models.TableInstallation).Schema()
 
 // InstallationRow is the content of fact_installation_state for one run.
 type InstallationRow struct {
@@ -282,31 +274,38 @@ type InstallationRow struct {
 
 // WriteInstallation appends the installation state row to b.
 func WriteInstallation(ctx *Context, b *Builder, r InstallationRow) error {
+	t := models.MustTable(models.TableInstallation)
+	c := t.Col
 	st := r.Facts.State
 	ctx.lead(b)
-	b.Time(r.SnapshotAt, true)
-	b.Str(string(r.Dialect))
-	b.Str(r.Location)
-	b.OptStr(deref(st.KandevVersion))
-	for _, k := range []models.ActivationKey{st.CaptureSince, st.BackfillThrough, st.ExecutionSince} {
-		b.OptStr(deref(k.Raw))
-		b.Time(k.At, k.Valid())
-		b.OptStr(string(k.Precision), k.Precision != models.PrecisionNone)
-		b.Str(string(k.State))
+	b.Time(c("snapshot_at"), r.SnapshotAt, true)
+	b.Str(c("source_dialect"), string(r.Dialect))
+	b.Str(c("source_location"), r.Location)
+	version, ok := deref(st.KandevVersion)
+	b.OptStr(c("kandev_version"), version, ok)
+	for _, k := range []struct {
+		name string
+		key  models.ActivationKey
+	}{{"capture_since", st.CaptureSince}, {"backfill_through", st.BackfillThrough}, {"execution_since", st.ExecutionSince}} {
+		raw, ok := deref(k.key.Raw)
+		b.OptStr(c(k.name+"_raw"), raw, ok)
+		b.Time(c(k.name), k.key.At, k.key.Valid())
+		b.OptStr(c(k.name+"_precision"), string(k.key.Precision), k.key.Precision != models.PrecisionNone)
+		b.Str(c(k.name+"_state"), string(k.key.State))
 	}
-	b.Str(string(st.Shape))
-	b.Str(string(st.Activation))
+	b.Str(c("subagent_table_shape"), string(st.Shape))
+	b.Str(c("activation_state"), string(st.Activation))
 	sa := r.Facts.Subagent
 	// No table means no count at all: NULL, never a zero that reads as
 	// "no subagents".
 	hasTable := st.Shape != models.ShapeAbsent
-	b.Int(sa.Rows, hasTable)
-	b.Int(sa.Live, hasTable)
-	b.Int(sa.Backfill, hasTable)
-	b.Int(r.Facts.Sessions.Rows, true)
-	b.Int(r.Facts.Turns.Rows, true)
-	b.Int(r.Facts.Rejected, true)
-	b.Str(r.ExtractorVersion)
+	b.Int(c("subagent_rows"), sa.Rows, hasTable)
+	b.Int(c("subagent_rows_live"), sa.Live, hasTable)
+	b.Int(c("subagent_rows_backfill"), sa.Backfill, hasTable)
+	b.Int(c("session_rows"), r.Facts.Sessions.Rows, true)
+	b.Int(c("turn_rows"), r.Facts.Turns.Rows, true)
+	b.Int(c("rejected_values"), r.Facts.Rejected, true)
+	b.Str(c("extractor_version"), r.ExtractorVersion)
 	return b.EndRow()
 }
 

@@ -65,24 +65,21 @@ func HealthVerdict(st models.InstallationState, c models.HealthCounts) models.He
 
 // HealthSchema is fact_writer_health: one evaluation per installation per
 // run. Counts are NULL when the comparison was not run — never 0.
-var HealthSchema = runFields(
-	stamp("evaluated_at"), str("status"), boolean("evaluated"), optStamp("capture_since"),
-	optInt("shortfall"), optInt("excess"), optInt("expected_keys"), optInt("observed_keys"),
-	optInt("collisions"), optStamp("last_observed_at"), optInt("malformed_metadata"), str("reason"),
-)
+var HealthSchema = models.MustTable(models.TableWriterHealth).Schema()
 
-// WriteHealth appends one evaluation.
 // ShortfallSchema is fact_writer_shortfall: the writer-health shortfall's
 // keys, each with the turn of its message. Identifiers only.
-var ShortfallSchema = runFields(str("session_id"), optStr("turn_id"), str("tool_call_id"))
+var ShortfallSchema = models.MustTable(models.TableShortfall).Schema()
 
 // WriteShortfall appends the shortfall's keys.
 func WriteShortfall(ctx *Context, b *Builder, missing []models.MissingRow) error {
+	t := models.MustTable(models.TableShortfall)
+	session, turn, toolCall := t.Col("session_id"), t.Col("turn_id"), t.Col("tool_call_id")
 	for _, m := range missing {
 		ctx.lead(b)
-		b.Str(m.SessionID)
-		b.OptStr(m.TurnID, m.TurnID != "")
-		b.Str(m.ToolCallID)
+		b.Str(session, m.SessionID)
+		b.OptStr(turn, m.TurnID, m.TurnID != "")
+		b.Str(toolCall, m.ToolCallID)
 		if err := b.EndRow(); err != nil {
 			return err
 		}
@@ -90,26 +87,31 @@ func WriteShortfall(ctx *Context, b *Builder, missing []models.MissingRow) error
 	return nil
 }
 
+// WriteHealth appends one evaluation.
 func WriteHealth(ctx *Context, b *Builder, at time.Time, h models.Health) error {
+	c := models.MustTable(models.TableWriterHealth).Col
 	ctx.lead(b)
-	b.Time(at, true)
-	b.Str(string(h.Status))
-	b.Bool(h.Evaluated, true)
+	b.Time(c("evaluated_at"), at, true)
+	b.Str(c("status"), string(h.Status))
+	b.Bool(c("evaluated"), h.Evaluated, true)
 	var cs time.Time
 	if h.CaptureSince != nil {
 		cs = *h.CaptureSince
 	}
-	b.Time(cs, h.CaptureSince != nil)
-	c := h.Counts
-	for _, n := range []int64{c.Shortfall, c.Excess, c.Expected, c.Observed, c.Collisions} {
-		b.Int(n, h.Evaluated)
+	b.Time(c("capture_since"), cs, h.CaptureSince != nil)
+	n := h.Counts
+	for _, v := range []struct {
+		col string
+		n   int64
+	}{{"shortfall", n.Shortfall}, {"excess", n.Excess}, {"expected_keys", n.Expected}, {"observed_keys", n.Observed}, {"collisions", n.Collisions},
+		{"malformed_metadata", n.MalformedMetadata}} {
+		b.Int(c(v.col), v.n, h.Evaluated)
 	}
 	var last time.Time
-	if c.LastObserved != nil {
-		last = *c.LastObserved
+	if n.LastObserved != nil {
+		last = *n.LastObserved
 	}
-	b.Time(last, c.LastObserved != nil)
-	b.Int(c.MalformedMetadata, h.Evaluated)
-	b.Str(h.Reason)
+	b.Time(c("last_observed_at"), last, n.LastObserved != nil)
+	b.Str(c("reason"), h.Reason)
 	return b.EndRow()
 }

@@ -6,25 +6,26 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/kandev/kandev-extract/models"
 )
 
-// Table names in the warehouse.
+// Table names in the warehouse (the catalog's, models.Table*).
 const (
-	TableFact          = "fact_subagent_context"
-	TableInstallation  = "fact_installation_state"
-	TableWriterHealth  = "fact_writer_health"
-	TableTask          = "dim_task"
-	TableSession       = "dim_session"
-	TableTurn          = "dim_turn"
-	TableWorkflow      = "dim_workflow"
-	TableWorkflowStep  = "dim_workflow_step"
-	TableDisclosures   = "disclosures"
-	TableRejects       = "rejects"
-	TableShortfall     = "fact_writer_shortfall"
-	subagentSourceName = "task_session_subagents"
+	TableFact         = models.TableFact
+	TableInstallation = models.TableInstallation
+	TableWriterHealth = models.TableWriterHealth
+	TableTask         = models.TableTask
+	TableSession      = models.TableSession
+	TableTurn         = models.TableTurn
+	TableWorkflow     = models.TableWorkflow
+	TableWorkflowStep = models.TableWorkflowStep
+	TableDisclosures  = models.TableDisclosures
+	TableRejects      = models.TableRejects
+	TableShortfall    = models.TableShortfall
 )
+
+// subagentSourceName is the fact's source table, as rejects name it.
+const subagentSourceName = models.SourceSubagents
 
 // Context is what every transformer of one run needs.
 type Context struct {
@@ -44,18 +45,25 @@ type Context struct {
 	ShortfallMeasured bool
 }
 
+// lead sets the columns that lead every table (0 and 1: see
+// models.Table.Columns).
 func (c *Context) lead(b *Builder) {
-	b.Str(c.Installation)
-	b.Str(c.Run)
+	b.Str(0, c.Installation)
+	b.Str(1, c.Run)
 }
 
 // ---- rejects ---------------------------------------------------------------
 
 // RejectsSchema describes quarantined rows and refused values.
-var RejectsSchema = runFields(
-	str("table_name"), optStr("row_id"), str("column_name"), optStr("raw_value"),
-	str("reason"), str("action"),
-)
+var RejectsSchema = models.MustTable(models.TableRejects).Schema()
+
+// rejectsOut are the rejects table's columns.
+var rejectsOut = func() (c struct{ table, row, column, raw, reason, action int }) {
+	t := models.MustTable(models.TableRejects)
+	c.table, c.row, c.column, c.raw = t.Col("table_name"), t.Col("row_id"), t.Col("column_name"), t.Col("raw_value")
+	c.reason, c.action = t.Col("reason"), t.Col("action")
+	return c
+}()
 
 // Reject actions: what the extractor did with the row or value.
 const (
@@ -112,15 +120,17 @@ func (r *Rejects) Add(table, rowID, column string, raw any, reason, action strin
 	case ActionTruncatedValue:
 		r.Truncated++
 	}
-	r.ctx.lead(r.b)
-	r.b.Str(table)
+	b, o := r.b, &rejectsOut
+	r.ctx.lead(b)
+	b.Str(o.table, table)
 	id, _ := rawText(rowID)
-	r.b.OptStr(id, rowID != "")
-	r.b.Str(column)
-	r.b.OptStr(rawText(raw))
-	r.b.Str(reason)
-	r.b.Str(action)
-	return r.b.EndRow()
+	b.OptStr(o.row, id, rowID != "")
+	b.Str(o.column, column)
+	text, ok := rawText(raw)
+	b.OptStr(o.raw, text, ok)
+	b.Str(o.reason, reason)
+	b.Str(o.action, action)
+	return b.EndRow()
 }
 
 const reasonNotUTF8 = "text is not valid UTF-8: each invalid byte sequence was replaced with U+FFFD (the raw value shows the bytes as \\xNN)"
@@ -190,14 +200,15 @@ func truncatedReason(t models.Truncated) string {
 }
 
 // cleanText repairs, in place, every text cell of a source row that is not
-// valid UTF-8, and records each repair. names are the row's source column
-// names; the row id is cell 0. It returns the row id, repaired.
-func (c *Context) cleanText(table string, names []string, row []any) (string, error) {
+// valid UTF-8, and records each repair. cols are the row's source columns
+// (models.Table.Read); the row id is cell 0. It returns the row id,
+// repaired.
+func (c *Context) cleanText(table string, cols []models.SourceColumn, row []any) (string, error) {
 	rawID, _ := asText(row[0])
 	id := validText(rawID)
 	for i, v := range row {
 		if t, ok := v.(models.Truncated); ok {
-			if t.Kind != models.KindText || (i < len(names) && contentColumns[names[i]]) {
+			if t.Kind != models.KindText || (i < len(cols) && cols[i].Content) {
 				// The column's own reading refuses it, with its length:
 				// a cut integer or instant would be another value.
 				continue
@@ -207,11 +218,7 @@ func (c *Context) cleanText(table string, names []string, row []any) (string, er
 				cell, raw = t.Prefix, t.Prefix
 			}
 			row[i], v = cell, cell
-			col := "?"
-			if i < len(names) {
-				col = names[i]
-			}
-			if err := c.Rejects.Add(table, id, col, raw, truncatedReason(t), ActionTruncatedValue); err != nil {
+			if err := c.Rejects.Add(table, id, colName(cols, i), raw, truncatedReason(t), ActionTruncatedValue); err != nil {
 				return id, err
 			}
 		}
@@ -220,15 +227,11 @@ func (c *Context) cleanText(table string, names []string, row []any) (string, er
 			continue
 		}
 		row[i] = validText(s)
-		col := "?"
-		if i < len(names) {
-			col = names[i]
-		}
 		var raw any = s
-		if contentColumns[col] {
+		if i < len(cols) && cols[i].Content {
 			raw = nil // never copied: it may hold content
 		}
-		if err := c.Rejects.Add(table, id, col, raw, reasonNotUTF8, ActionReplacedValue); err != nil {
+		if err := c.Rejects.Add(table, id, colName(cols, i), raw, reasonNotUTF8, ActionReplacedValue); err != nil {
 			return id, err
 		}
 	}
@@ -248,144 +251,76 @@ func (c *Context) stamp(table, id, col string, v any) (t time.Time, ok bool, pro
 	return t, ok, problem, err
 }
 
-// contentColumns may hold user or agent content among the columns read:
-// their raw value is never written to rejects.
-var contentColumns = map[string]bool{"metadata": true}
-
-// capped sets the cap of every column spec reads from the store (see
-// models.MaxLabelBytes): identifiers and labels, the text of timestamps and
-// integers, and metadata. The source applies it in its query, so no value
-// longer than its cap is ever read whole. Computed columns are not capped.
-func capped(spec models.TableSpec) models.TableSpec {
-	for i, c := range spec.Columns {
-		switch {
-		case c.Expr != "":
-		case contentColumns[c.Name]:
-			spec.Columns[i].MaxBytes = models.MaxMetadataBytes
-		case c.Kind == models.KindText:
-			spec.Columns[i].MaxBytes = models.MaxLabelBytes
-		default:
-			spec.Columns[i].MaxBytes = models.MaxScalarBytes
-		}
+// colName is the name of a row's cell i, for rejects.
+func colName(cols []models.SourceColumn, i int) string {
+	if i < len(cols) {
+		return cols[i].Name
 	}
-	return spec
-}
-
-func specNames(spec models.TableSpec) []string {
-	names := make([]string, len(spec.Columns))
-	for i, c := range spec.Columns {
-		names[i] = c.Name
-	}
-	return names
+	return "?"
 }
 
 // ---- fact_subagent_context -------------------------------------------------
 
-// SubagentSpec lists what is read from task_session_subagents. description
-// is deliberately absent: it is content. The last three columns are
-// computed by the source inside the snapshot, to flag rows that the
-// store's own constraints should have prevented: how many rows share the
-// row's id, how many share its unique key (task_session_id,
-// agent_execution_id, tool_call_id) — (task_session_id, tool_call_id) on a
-// store without agent_execution_id — and whether its session is gone.
-func SubagentSpec() models.TableSpec {
-	return capped(models.TableSpec{Name: subagentSourceName, Alias: "t", Columns: []models.ColumnSpec{
-		{Name: "id", Required: true},
-		{Name: "task_session_id", Required: true},
-		{Name: "task_id", Required: true},
-		// Needed by dim_turn's per-turn counts (a plain nullable column in
-		// every Kandev build that has the table).
-		{Name: "turn_id", Required: true},
-		{Name: "tool_call_id", Required: true},
-		{Name: "agent_execution_id"},
-		{Name: "parent_tool_call_id"},
-		{Name: "subagent_type"},
-		{Name: "agent_id"},
-		{Name: "child_session_id"},
-		{Name: "model"},
-		{Name: "agent_status"},
-		{Name: "tool_status"},
-		{Name: "is_async", Kind: models.KindInt},
-		{Name: "total_tokens", Kind: models.KindInt},
-		{Name: "tool_use_count", Kind: models.KindInt},
-		{Name: "duration_ms", Kind: models.KindInt},
-		{Name: "source", Required: true},
-		{Name: "observed_at", Kind: models.KindStamp, Required: true},
-		{Name: "settled_at", Kind: models.KindStamp},
-		{Name: "updated_at", Kind: models.KindStamp},
-		{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(di.n, 1)"},
-		{Name: "rows_sharing_key", Kind: models.KindCount, Expr: "COALESCE(dk.n, 1)"},
-		{Name: "session_missing", Kind: models.KindCount, Expr: sessionMissing},
-		{Name: "turn_attribution", Kind: models.KindCount, Expr: turnAttribution},
-	}, Join: duplicateJoin(subagentSourceName, "di") +
-		` LEFT JOIN (SELECT task_session_id AS ks, {{agent_execution_id}} AS ke, tool_call_id AS kc, COUNT(*) AS n
-			FROM task_session_subagents
-			WHERE ` + keyFits("task_session_id") + ` AND ` + keyFits("{{agent_execution_id}}") + ` AND ` + keyFits("tool_call_id") + `
-			GROUP BY 1, 2, 3 HAVING COUNT(*) > 1) dk
-			ON dk.ks = ` + boundedKey("t.task_session_id") + ` AND dk.ke = ` + boundedKey("{{t.agent_execution_id}}") +
-		` AND dk.kc = ` + boundedKey("t.tool_call_id")})
+var factTable = models.MustTable(models.TableFact)
+
+// FactSchema is fact_subagent_context: one row per subagent invocation,
+// classified.
+var FactSchema = factTable.Schema()
+
+// factIn are the positions of the scan's cells, factOut the fact's
+// columns: resolved once, by name, from the catalog.
+var factIn, factOut = func() (in factInCols, out factOutCols) {
+	t := factTable
+	r := t.ReadCol
+	in = factInCols{id: r("id"), session: r("task_session_id"), task: r("task_id"), turn: r("turn_id"), toolCall: r("tool_call_id"),
+		execID: r("agent_execution_id"), parent: r("parent_tool_call_id"), toolStatus: r("tool_status"), async: r("is_async"),
+		source: r("source"), observed: r("observed_at"), settled: r("settled_at"), updated: r("updated_at"),
+		sharingID: r("rows_sharing_id"), sharingKey: r("rows_sharing_key"), sessionMissing: r("session_missing"), attribution: r("turn_attribution")}
+	c := t.Col
+	out = factOutCols{id: c("subagent_id"), session: c("task_session_id"), task: c("task_id"), turn: c("turn_id"), toolCall: c("tool_call_id"),
+		parent: c("parent_tool_call_id"), nested: c("is_nested"), execID: c("agent_execution_id"), execution: c("execution_id"),
+		identity: c("execution_identity"), toolStatus: c("tool_status"), terminal: c("is_terminal"), async: c("is_async"),
+		measured: c("is_measured"), source: c("source"), observed: c("observed_at"), settled: c("settled_at"), updated: c("updated_at"),
+		window: c("capture_window"), ambiguous: c("capture_boundary_ambiguous"), captureSince: c("capture_since"),
+		executionSince: c("execution_since"), activation: c("activation_state"), attribution: c("turn_attribution")}
+	// Copied as read: the same name in the scan and the fact.
+	for _, name := range []string{"subagent_type", "agent_id", "child_session_id", "model", "agent_status"} {
+		out.refs = append(out.refs, [2]int{r(name), c(name)})
+	}
+	// Reported metrics: NULL stays NULL.
+	for _, name := range []string{"total_tokens", "tool_use_count", "duration_ms"} {
+		out.metrics = append(out.metrics, factMetric{name, r(name), c(name)})
+	}
+	return in, out
+}()
+
+type factInCols struct {
+	id, session, task, turn, toolCall, execID, parent, toolStatus, async, source   int
+	observed, settled, updated, sharingID, sharingKey, sessionMissing, attribution int
 }
 
-// keyFits and boundedKey keep every key the source compares — in a
-// grouping, a join or a lookup — within models.SQLitePrefixBytes: SQLite
-// loads a value whole to compare it (a GROUP BY over one 300 MB id cost
-// 2 GB), and octet_length, which reads no content, decides first. A longer
-// key is compared with nothing: its row shares no id or key and has no
-// subagents by it (the row itself is kept, its value cut and listed in
-// rejects). NULL keys matched nothing before either.
-func keyFits(col string) string {
-	return fmt.Sprintf("octet_length(%s) <= %d", col, models.SQLitePrefixBytes)
+type factOutCols struct {
+	id, session, task, turn, toolCall, parent, nested, execID, execution, identity, toolStatus int
+	terminal, async, measured, source, observed, settled, updated, window, ambiguous           int
+	captureSince, executionSince, activation, attribution                                      int
+	refs                                                                                       [][2]int // [scan, fact]
+	metrics                                                                                    []factMetric
 }
 
-func boundedKey(col string) string {
-	return fmt.Sprintf("CASE WHEN %s THEN %s END", keyFits(col), col)
+type factMetric struct {
+	name    string
+	in, out int
 }
-
-// sessionMissing is 1 when the row's task_session_id has no task_sessions
-// row (Kandev's foreign key cascades deletes, so only a store written with
-// foreign keys off, or repaired by hand, holds such rows).
-var sessionMissing = `CASE WHEN NOT (` + keyFits("t.task_session_id") + `) THEN 0 WHEN EXISTS (SELECT 1 FROM task_sessions s WHERE s.id = t.task_session_id) THEN 0 ELSE 1 END`
 
 // duplicateIDReason is the rejects reason of a row whose id n rows share.
 func duplicateIDReason(n int64) string {
 	return fmt.Sprintf("duplicate id: %d rows share it (the primary key was not enforced); every one is kept", n)
 }
 
-// turnAttribution is 0 when the row's turn_id is NULL or empty (ordinary,
-// AC-2a), 1 when it names a turn of the snapshot, 2 when it names none (a
-// key too long to compare names none).
-var turnAttribution = `CASE WHEN t.turn_id IS NULL OR t.turn_id = '' THEN 0 WHEN NOT (` + keyFits("t.turn_id") +
-	`) THEN 2 WHEN EXISTS (SELECT 1 FROM task_session_turns tt WHERE tt.id = t.turn_id) THEN 1 ELSE 2 END`
-
-// attributions are turnAttribution's codes.
+// attributions are the codes of the scan's turn_attribution (extract's
+// SQL: 0 turn_id NULL or empty, 1 names a turn of the snapshot, 2 names
+// none).
 var attributions = [...]models.TurnAttribution{models.NullTurn, models.Attributed, models.MissingTurn}
-
-// duplicateJoin counts, for the scanned table (alias t), the rows sharing
-// an id, when more than one does (a primary key that was not enforced).
-func duplicateJoin(table, alias string) string {
-	return ` LEFT JOIN (SELECT id AS k, COUNT(*) AS n FROM ` + table + ` WHERE ` + keyFits("id") + ` GROUP BY id HAVING COUNT(*) > 1) ` + alias +
-		` ON ` + alias + `.k = ` + boundedKey("t.id")
-}
-
-var subagentNames = specNames(SubagentSpec())
-
-// subagentAttribution is the position of turn_attribution in SubagentSpec.
-var subagentAttribution = SubagentSpec().Column("turn_attribution")
-
-// FactSchema is fact_subagent_context: one row per subagent invocation,
-// classified.
-var FactSchema = runFields(
-	str("subagent_id"), str("task_session_id"), str("task_id"), optStr("turn_id"),
-	str("tool_call_id"), optStr("parent_tool_call_id"), boolean("is_nested"),
-	optStr("agent_execution_id"), optStr("execution_id"), str("execution_identity"),
-	optStr("subagent_type"), optStr("agent_id"), optStr("child_session_id"), optStr("model"),
-	optStr("agent_status"), optStr("tool_status"), boolean("is_terminal"), boolean("is_async"),
-	optInt("total_tokens"), optInt("tool_use_count"), optInt("duration_ms"), boolean("is_measured"),
-	str("source"), stamp("observed_at"), optStamp("settled_at"), optStamp("updated_at"),
-	str("capture_window"), boolean("capture_boundary_ambiguous"),
-	optStamp("capture_since"), optStamp("execution_since"), str("activation_state"),
-	str("turn_attribution"),
-)
 
 // SubagentStats are the counts disclosures and provenance need.
 type SubagentStats struct {
@@ -418,14 +353,14 @@ func NewSubagents(ctx *Context, b *Builder) *Subagents {
 	}}
 }
 
-// Append transforms one source row (in SubagentSpec order).
+// Append transforms one source row (the catalog's Read order).
 func (s *Subagents) Append(row []any) error {
-	rej := s.ctx.Rejects
-	id, err := s.ctx.cleanText(subagentSourceName, subagentNames, row)
+	rej, in, o := s.ctx.Rejects, &factIn, &factOut
+	id, err := s.ctx.cleanText(subagentSourceName, factTable.Read, row)
 	if err != nil {
 		return err
 	}
-	observed, ok, problem, err := s.ctx.stamp(subagentSourceName, id, "observed_at", row[18])
+	observed, ok, problem, err := s.ctx.stamp(subagentSourceName, id, "observed_at", row[in.observed])
 	if err != nil {
 		return err
 	}
@@ -433,47 +368,49 @@ func (s *Subagents) Append(row []any) error {
 		if problem == "" {
 			problem = "observed_at is NULL"
 		}
-		return rej.Add(subagentSourceName, id, "observed_at", row[18], problem+": the row cannot be placed against capture_since", ActionQuarantinedRow)
+		return rej.Add(subagentSourceName, id, "observed_at", row[in.observed], problem+": the row cannot be placed against capture_since", ActionQuarantinedRow)
 	}
 	if err := s.flag(id, row); err != nil {
 		return err
 	}
-	source, _ := asText(row[17])
-	execID, execValid := asText(row[5])
-	toolStatus, toolValid := asText(row[12])
+	source, _ := asText(row[in.source])
+	execID, execValid := asText(row[in.execID])
+	toolStatus, toolValid := asText(row[in.toolStatus])
 	rc := s.ctx.Class.Row(observed, source, execID, execValid, toolStatus, toolValid)
 
 	b := s.b
 	s.ctx.lead(b)
-	b.Str(id)
-	sess, _ := asText(row[1])
-	b.Str(sess)
-	task, _ := asText(row[2])
-	b.Str(task)
-	b.OptStr(asRef(row[3]))
-	tc, _ := asText(row[4])
-	b.Str(tc)
-	parent, nested := asRef(row[6])
-	b.OptStr(parent, nested)
-	b.Bool(nested, true)
-	b.OptStr(execID, execValid)
-	b.OptStr(rc.ExecutionID, rc.Identity == models.ExecRecorded)
-	b.Str(string(rc.Identity))
-	for i := 7; i <= 11; i++ { // subagent_type, agent_id, child_session_id, model, agent_status
-		b.OptStr(asRef(row[i]))
+	b.Str(o.id, id)
+	sess, _ := asText(row[in.session])
+	b.Str(o.session, sess)
+	task, _ := asText(row[in.task])
+	b.Str(o.task, task)
+	turn, turnOK := asRef(row[in.turn])
+	b.OptStr(o.turn, turn, turnOK)
+	tc, _ := asText(row[in.toolCall])
+	b.Str(o.toolCall, tc)
+	parent, nested := asRef(row[in.parent])
+	b.OptStr(o.parent, parent, nested)
+	b.Bool(o.nested, nested, true)
+	b.OptStr(o.execID, execID, execValid)
+	b.OptStr(o.execution, rc.ExecutionID, rc.Identity == models.ExecRecorded)
+	b.Str(o.identity, string(rc.Identity))
+	for _, ref := range o.refs { // subagent_type, agent_id, child_session_id, model, agent_status
+		v, ok := asRef(row[ref[0]])
+		b.OptStr(ref[1], v, ok)
 	}
-	b.OptStr(toolStatus, toolValid)
-	b.Bool(rc.Terminal, true)
-	async, asyncOK, asyncProblem := asInt(row[13])
+	b.OptStr(o.toolStatus, toolStatus, toolValid)
+	b.Bool(o.terminal, rc.Terminal, true)
+	async, asyncOK, asyncProblem := asInt(row[in.async])
 	if asyncProblem != "" {
-		if err := rej.Add(subagentSourceName, id, "is_async", row[13], asyncProblem+": is_async written as false (the column is not nullable)", ActionReplacedValue); err != nil {
+		if err := rej.Add(subagentSourceName, id, "is_async", row[in.async], asyncProblem+": is_async written as false (the column is not nullable)", ActionReplacedValue); err != nil {
 			return err
 		}
 	}
-	b.Bool(asyncOK && async != 0, true)
+	b.Bool(o.async, asyncOK && async != 0, true)
 	measured := false
-	for i, col := range [...]string{"total_tokens", "tool_use_count", "duration_ms"} {
-		n, valid, problem := asInt(row[14+i])
+	for _, m := range o.metrics {
+		n, valid, problem := asInt(row[m.in])
 		switch {
 		case valid && n < 0:
 			valid, problem = false, ProblemNegative
@@ -481,35 +418,35 @@ func (s *Subagents) Append(row []any) error {
 			valid, problem = false, ProblemImplausible
 		}
 		if problem != "" {
-			if err := rej.Add(subagentSourceName, id, col, row[14+i], problem, ActionNulledValue); err != nil {
+			if err := rej.Add(subagentSourceName, id, m.name, row[m.in], problem, ActionNulledValue); err != nil {
 				return err
 			}
 		}
 		measured = measured || valid
-		b.Int(n, valid) // NULL stays NULL: never 0-filled (AC-7)
+		b.Int(m.out, n, valid) // NULL stays NULL: never 0-filled (AC-7)
 	}
-	b.Bool(measured, true)
-	b.Str(source)
-	b.Time(observed, true)
-	settled, settledOK, err := s.ctx.optStamp(subagentSourceName, id, "settled_at", row[19])
+	b.Bool(o.measured, measured, true)
+	b.Str(o.source, source)
+	b.Time(o.observed, observed, true)
+	settled, settledOK, err := s.ctx.optStamp(subagentSourceName, id, "settled_at", row[in.settled])
 	if err != nil {
 		return err
 	}
-	b.Time(settled, settledOK)
-	updated, updatedOK, err := s.ctx.optStamp(subagentSourceName, id, "updated_at", row[20])
+	b.Time(o.settled, settled, settledOK)
+	updated, updatedOK, err := s.ctx.optStamp(subagentSourceName, id, "updated_at", row[in.updated])
 	if err != nil {
 		return err
 	}
-	b.Time(updated, updatedOK)
-	b.Str(string(rc.Window))
-	b.Bool(rc.BoundaryAmbiguous, true)
+	b.Time(o.updated, updated, updatedOK)
+	b.Str(o.window, string(rc.Window))
+	b.Bool(o.ambiguous, rc.BoundaryAmbiguous, true)
 	cs, es := s.ctx.Class.State.CaptureSince, s.ctx.Class.State.ExecutionSince
-	b.Time(cs.At, cs.Valid())
-	b.Time(es.At, es.Valid())
-	b.Str(string(s.ctx.Class.State.Activation))
-	code, _, _ := asInt(row[subagentAttribution])
+	b.Time(o.captureSince, cs.At, cs.Valid())
+	b.Time(o.executionSince, es.At, es.Valid())
+	b.Str(o.activation, string(s.ctx.Class.State.Activation))
+	code, _, _ := asInt(row[in.attribution])
 	attribution := attributions[min(max(code, 0), 2)]
-	b.Str(string(attribution))
+	b.Str(o.attribution, string(attribution))
 
 	st := &s.Stats
 	st.Rows++
@@ -527,7 +464,7 @@ func (s *Subagents) Append(row []any) error {
 	}
 	if execValid && execID != models.ExecutionSentinel && IsSentinelVariant(execID) {
 		st.SentinelVariants++
-		if err := rej.Add(subagentSourceName, id, "agent_execution_id", row[5],
+		if err := rej.Add(subagentSourceName, id, "agent_execution_id", row[in.execID],
 			"not the 'unknown' sentinel but a variant of it (empty, blank, or differing in case or whitespace), which AC-31 forbids: classified as unrecorded, never an execution", ActionFlagged); err != nil {
 			return err
 		}
@@ -565,28 +502,28 @@ func (s *Subagents) Append(row []any) error {
 // is gone. Every such row stays in the fact (nothing is dropped: which of
 // two rows sharing a key is "right" is not knowable here).
 func (s *Subagents) flag(id string, row []any) error {
-	rej, st := s.ctx.Rejects, &s.Stats
-	if n, _, _ := asInt(row[21]); n > 1 {
+	rej, st, in := s.ctx.Rejects, &s.Stats, &factIn
+	if n, _, _ := asInt(row[in.sharingID]); n > 1 {
 		st.DuplicateIDs++
-		if err := rej.Add(subagentSourceName, id, "id", row[0],
+		if err := rej.Add(subagentSourceName, id, "id", row[in.id],
 			duplicateIDReason(n), ActionFlagged); err != nil {
 			return err
 		}
 	}
-	if n, _, _ := asInt(row[22]); n > 1 {
+	if n, _, _ := asInt(row[in.sharingKey]); n > 1 {
 		st.DuplicateKeys++
-		cols, key := "task_session_id, agent_execution_id, tool_call_id", fmt.Sprintf("%v|%v|%v", row[1], row[5], row[4])
-		if s.ctx.Class.State.Shape == models.ShapePreAmendment && row[5] == nil {
-			cols, key = "task_session_id, tool_call_id", fmt.Sprintf("%v|%v", row[1], row[4])
+		cols, key := "task_session_id, agent_execution_id, tool_call_id", fmt.Sprintf("%v|%v|%v", row[in.session], row[in.execID], row[in.toolCall])
+		if s.ctx.Class.State.Shape == models.ShapePreAmendment && row[in.execID] == nil {
+			cols, key = "task_session_id, tool_call_id", fmt.Sprintf("%v|%v", row[in.session], row[in.toolCall])
 		}
 		if err := rej.Add(subagentSourceName, id, cols, key,
 			fmt.Sprintf("duplicate unique key (%s): %d rows share it (the store's unique constraint was not enforced); every one is kept", cols, n), ActionFlagged); err != nil {
 			return err
 		}
 	}
-	if n, _, _ := asInt(row[23]); n == 1 {
+	if n, _, _ := asInt(row[in.sessionMissing]); n == 1 {
 		st.Orphans++
-		if err := rej.Add(subagentSourceName, id, "task_session_id", row[1],
+		if err := rej.Add(subagentSourceName, id, "task_session_id", row[in.session],
 			"orphan: no task_sessions row has this id (the session is gone); the row is kept and counted", ActionFlagged); err != nil {
 			return err
 		}
@@ -596,98 +533,52 @@ func (s *Subagents) flag(id string, row []any) error {
 
 // ---- fan-out dimensions ----------------------------------------------------
 
-// countColumns are the per-turn or per-session subagent counts, computed by
-// the source inside the snapshot (alias a, see fanoutJoin).
-func countColumns() []models.ColumnSpec {
-	return []models.ColumnSpec{
-		{Name: "subagents_observed", Kind: models.KindCount, Expr: "COALESCE(a.n, 0)"},
-		{Name: "subagents_live", Kind: models.KindCount, Expr: "COALESCE(a.n_live, 0)"},
-		{Name: "subagents_backfill", Kind: models.KindCount, Expr: "COALESCE(a.n_backfill, 0)"},
-	}
-}
-
-// evidenceColumns are read after every other column of a session or turn
-// spec: the distinct tool calls of its rows and the live/backfill overlap.
-func evidenceColumns(featurePresent bool) []models.ColumnSpec {
-	if !featurePresent {
-		return []models.ColumnSpec{
-			{Name: "distinct_tool_calls", Kind: models.KindCount, Expr: "0"},
-			{Name: "live_backfill_overlap", Kind: models.KindCount, Expr: "0"},
-		}
-	}
-	return []models.ColumnSpec{
-		{Name: "distinct_tool_calls", Kind: models.KindCount, Expr: "COALESCE(a.n_distinct, 0)"},
-		{Name: "live_backfill_overlap", Kind: models.KindCount, Expr: "COALESCE(a.overlap, 0)"},
-	}
-}
-
-func zeroCountColumns() []models.ColumnSpec {
-	return []models.ColumnSpec{
-		{Name: "subagents_observed", Kind: models.KindCount, Expr: "0"},
-		{Name: "subagents_live", Kind: models.KindCount, Expr: "0"},
-		{Name: "subagents_backfill", Kind: models.KindCount, Expr: "0"},
-	}
-}
-
-// fanoutJoin aggregates subagent rows by key in one pass, in SQL that both
-// dialects accept (SQLite scans the table: see models.SQLiteNotIndexed; and
-// groups the subquery's computed columns, never source itself: see
-// models.SQLiteNoFlatten).
-func fanoutJoin(key string) string {
-	// overlap = |live tool calls| + |backfill tool calls| - |all tool calls|:
-	// the tool calls that have both a live and a backfill row.
-	return ` LEFT JOIN (SELECT k, COUNT(*) AS n, SUM(live) AS n_live, SUM(backfill) AS n_backfill,
-			COUNT(DISTINCT tc) AS n_distinct,
-			COUNT(DISTINCT CASE WHEN live = 1 THEN tc END) + COUNT(DISTINCT CASE WHEN backfill = 1 THEN tc END) - COUNT(DISTINCT tc) AS overlap
-		FROM (SELECT ` + key + ` AS k, CASE WHEN tool_call_id <> '' THEN ` + boundedKey("tool_call_id") + ` END AS tc,
-			CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'live' THEN 1 ELSE 0 END AS live,
-			CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'backfill' THEN 1 ELSE 0 END AS backfill
-			FROM task_session_subagents ` + models.SQLiteNotIndexed + ` WHERE ` + keyFits(key) + ` ` + models.SQLiteNoFlatten + `) f
-		GROUP BY k) a ON a.k = ` + boundedKey("t.id")
-}
-
-// SessionSpec reads task_sessions with their subagent counts.
-func SessionSpec(featurePresent bool) models.TableSpec {
-	spec := models.TableSpec{Name: "task_sessions", Alias: "t", Columns: []models.ColumnSpec{
-		{Name: "id", Required: true},
-		{Name: "task_id", Required: true},
-		{Name: "state"},
-		{Name: "agent_profile_id"},
-		{Name: "is_primary", Kind: models.KindInt},
-		{Name: "started_at", Kind: models.KindStamp, Required: true},
-		{Name: "completed_at", Kind: models.KindStamp},
-		{Name: "updated_at", Kind: models.KindStamp},
-	}}
-	if featurePresent {
-		spec.Columns = append(spec.Columns, countColumns()...)
-		spec.Join = fanoutJoin("task_session_id")
-	} else {
-		spec.Columns = append(spec.Columns, zeroCountColumns()...)
-	}
-	spec.Columns = append(spec.Columns, models.ColumnSpec{Name: "rows_sharing_id", Kind: models.KindCount, Expr: "COALESCE(dup.n, 1)"})
-	spec.Columns = append(spec.Columns, evidenceColumns(featurePresent)...)
-	spec.Join += duplicateJoin("task_sessions", "dup")
-	return capped(spec)
-}
-
-var sessionNames = specNames(SessionSpec(true))
-
-// sessionDistinct is the position of distinct_tool_calls (then
-// live_backfill_overlap) in SessionSpec.
-var sessionDistinct = SessionSpec(true).Column("distinct_tool_calls")
-
-var fanoutFields = []arrow.Field{
-	integer("subagents_observed"), integer("subagents_observed_live"), integer("subagents_observed_backfill"),
-	optInt("fanout"), str("fanout_completeness"), str("capture_window"),
-	integer("distinct_tool_calls"), integer("live_backfill_overlap"), integer("messages_expected"),
-	integer("fanout_lower_bound"), optInt("writer_shortfall"), boolean("capture_boundary_ambiguous"),
-}
+var sessionTable = models.MustTable(models.TableSession)
 
 // SessionSchema is dim_session: exactly one row per task_sessions row.
-var SessionSchema = runFields(append([]arrow.Field{
-	str("session_id"), str("task_id"), optStr("state"), optStr("agent_profile_id"), optBool("is_primary"),
-	optStamp("started_at"), optStamp("completed_at"), optStamp("updated_at"),
-}, fanoutFields...)...)
+var SessionSchema = sessionTable.Schema()
+
+// fanoutIn are the positions of the per-turn or per-session counts the
+// source computes in a scan; fanoutOut the dimension's fan-out columns.
+type fanoutIn struct{ observed, live, backfill, sharingID, distinct, overlap int }
+
+type fanoutOut struct {
+	observed, live, backfill, fanout, completeness, window, distinct, overlap int
+	expected, lowerBound, shortfall, ambiguous                                int
+}
+
+func resolveFanout(t *models.Table) (in fanoutIn, out fanoutOut) {
+	r, c := t.ReadCol, t.Col
+	in = fanoutIn{observed: r("subagents_observed"), live: r("subagents_live"), backfill: r("subagents_backfill"),
+		sharingID: r("rows_sharing_id"), distinct: r("distinct_tool_calls"), overlap: r("live_backfill_overlap")}
+	out = fanoutOut{observed: c("subagents_observed"), live: c("subagents_observed_live"), backfill: c("subagents_observed_backfill"),
+		fanout: c("fanout"), completeness: c("fanout_completeness"), window: c("capture_window"), distinct: c("distinct_tool_calls"),
+		overlap: c("live_backfill_overlap"), expected: c("messages_expected"), lowerBound: c("fanout_lower_bound"),
+		shortfall: c("writer_shortfall"), ambiguous: c("capture_boundary_ambiguous")}
+	return in, out
+}
+
+// sessionIn and sessionOut are dim_session's cells and columns.
+var sessionIn, sessionOut = func() (in sessionInCols, out sessionOutCols) {
+	t := sessionTable
+	r, c := t.ReadCol, t.Col
+	in = sessionInCols{id: r("id"), task: r("task_id"), state: r("state"), profile: r("agent_profile_id"), primary: r("is_primary"),
+		started: r("started_at"), completed: r("completed_at"), updated: r("updated_at")}
+	out = sessionOutCols{id: c("session_id"), task: c("task_id"), state: c("state"), profile: c("agent_profile_id"), primary: c("is_primary"),
+		started: c("started_at"), completed: c("completed_at"), updated: c("updated_at")}
+	in.fanoutIn, out.fanoutOut = resolveFanout(t)
+	return in, out
+}()
+
+type sessionInCols struct {
+	id, task, state, profile, primary, started, completed, updated int
+	fanoutIn
+}
+
+type sessionOutCols struct {
+	id, task, state, profile, primary, started, completed, updated int
+	fanoutOut
+}
 
 // FanoutStats counts completeness classes for disclosures.
 type FanoutStats struct {
@@ -715,62 +606,64 @@ func NewSessions(ctx *Context, b *Builder) *Sessions {
 	return &Sessions{ctx: ctx, b: b, Stats: FanoutStats{Completeness: map[models.FanoutCompleteness]int64{}}}
 }
 
-// Append transforms one task_sessions row (SessionSpec order).
+// Append transforms one task_sessions row (the catalog's Read order).
 func (s *Sessions) Append(row []any) error {
-	b := s.b
-	id, err := s.ctx.cleanText("task_sessions", sessionNames, row)
+	b, in, o := s.b, &sessionIn, &sessionOut
+	id, err := s.ctx.cleanText(models.SourceSessions, sessionTable.Read, row)
 	if err != nil {
 		return err
 	}
-	if err := s.ctx.flagDuplicate("task_sessions", id, row[0], row[11], &s.Stats); err != nil {
+	if err := s.ctx.flagDuplicate(models.SourceSessions, id, row[in.id], row[in.sharingID], &s.Stats); err != nil {
 		return err
 	}
 	s.ctx.lead(b)
-	b.Str(id)
-	task, _ := asText(row[1])
-	b.Str(task)
-	b.OptStr(asRef(row[2]))
-	b.OptStr(asRef(row[3]))
-	primary, ok, problem := asInt(row[4])
+	b.Str(o.id, id)
+	task, _ := asText(row[in.task])
+	b.Str(o.task, task)
+	state, ok := asRef(row[in.state])
+	b.OptStr(o.state, state, ok)
+	profile, ok := asRef(row[in.profile])
+	b.OptStr(o.profile, profile, ok)
+	primary, ok, problem := asInt(row[in.primary])
 	if problem != "" {
-		if err := s.ctx.Rejects.Add("task_sessions", id, "is_primary", row[4], problem, ActionNulledValue); err != nil {
+		if err := s.ctx.Rejects.Add(models.SourceSessions, id, "is_primary", row[in.primary], problem, ActionNulledValue); err != nil {
 			return err
 		}
 	}
-	b.Bool(primary != 0, ok)
-	started, startedOK, err := s.ctx.stampCol(b, "task_sessions", id, "started_at", row[5])
+	b.Bool(o.primary, primary != 0, ok)
+	started, startedOK, err := s.ctx.stampCol(b, o.started, models.SourceSessions, id, "started_at", row[in.started])
 	if err != nil {
 		return err
 	}
-	if _, _, err := s.ctx.stampCol(b, "task_sessions", id, "completed_at", row[6]); err != nil {
+	if _, _, err := s.ctx.stampCol(b, o.completed, models.SourceSessions, id, "completed_at", row[in.completed]); err != nil {
 		return err
 	}
-	updated, updatedOK, err := s.ctx.stampCol(b, "task_sessions", id, "updated_at", row[7])
+	updated, updatedOK, err := s.ctx.stampCol(b, o.updated, models.SourceSessions, id, "updated_at", row[in.updated])
 	if err != nil {
 		return err
 	}
 	if updatedOK && updated.After(s.Stats.MaxUpdated) {
 		s.Stats.MaxUpdated = updated
 	}
-	n, _, _ := asInt(row[8])
-	live, _, _ := asInt(row[9])
-	backfill, _, _ := asInt(row[10])
-	distinct, _, _ := asInt(row[sessionDistinct])
-	overlap, _, _ := asInt(row[sessionDistinct+1])
-	c := s.ctx.fanout(b, &s.Stats, FanoutInput{Started: started, StartedOK: startedOK, Rows: n, Overlap: overlap, Distinct: distinct,
+	n, _, _ := asInt(row[in.observed])
+	live, _, _ := asInt(row[in.live])
+	backfill, _, _ := asInt(row[in.backfill])
+	distinct, _, _ := asInt(row[in.distinct])
+	overlap, _, _ := asInt(row[in.overlap])
+	c := s.ctx.fanout(b, &o.fanoutOut, &s.Stats, FanoutInput{Started: started, StartedOK: startedOK, Rows: n, Overlap: overlap, Distinct: distinct,
 		Messages: s.ctx.SessionEvidence[id]}, live, backfill)
 	s.Stats.Rows++
 	s.Stats.Completeness[c]++
 	return b.EndRow()
 }
 
-// stampCol appends a timestamp column, recording a refused value.
-func (c *Context) stampCol(b *Builder, table, id, col string, v any) (time.Time, bool, error) {
+// stampCol sets timestamp column i, recording a refused value.
+func (c *Context) stampCol(b *Builder, i int, table, id, col string, v any) (time.Time, bool, error) {
 	t, ok, err := c.optStamp(table, id, col, v)
 	if err != nil {
 		return t, false, err
 	}
-	b.Time(t, ok)
+	b.Time(i, t, ok)
 	return t, ok, nil
 }
 
@@ -801,21 +694,21 @@ func (c *Context) flagDuplicate(table, id string, raw, n any, st *FanoutStats) e
 		duplicateIDReason(count), ActionFlagged)
 }
 
-// fanout appends the count and completeness columns (fanoutFields order).
-func (c *Context) fanout(b *Builder, st *FanoutStats, in FanoutInput, live, backfill int64) models.FanoutCompleteness {
+// fanout sets the count and completeness columns o.
+func (c *Context) fanout(b *Builder, o *fanoutOut, st *FanoutStats, in FanoutInput, live, backfill int64) models.FanoutCompleteness {
 	r := c.Class.Fanout(in)
-	b.Int(in.Rows, true)
-	b.Int(live, true)
-	b.Int(backfill, true)
-	b.Int(r.Fanout, r.Exact)
-	b.Str(string(r.Completeness))
-	b.Str(string(c.Class.Window(in.Started, in.StartedOK)))
-	b.Int(in.Distinct, true)
-	b.Int(in.Overlap, true)
-	b.Int(in.Messages.Expected, true)
-	b.Int(r.LowerBound, true)
-	b.Int(in.Messages.Shortfall, c.ShortfallMeasured)
-	b.Bool(r.Ambiguous, true)
+	b.Int(o.observed, in.Rows, true)
+	b.Int(o.live, live, true)
+	b.Int(o.backfill, backfill, true)
+	b.Int(o.fanout, r.Fanout, r.Exact)
+	b.Str(o.completeness, string(r.Completeness))
+	b.Str(o.window, string(c.Class.Window(in.Started, in.StartedOK)))
+	b.Int(o.distinct, in.Distinct, true)
+	b.Int(o.overlap, in.Overlap, true)
+	b.Int(o.expected, in.Messages.Expected, true)
+	b.Int(o.lowerBound, r.LowerBound, true)
+	b.Int(o.shortfall, in.Messages.Shortfall, c.ShortfallMeasured)
+	b.Bool(o.ambiguous, r.Ambiguous, true)
 	if r.Completeness != models.FanoutComplete && c.Class.State.CaptureSince.Valid() && in.StartedOK && !in.Started.Before(c.Class.State.CaptureSince.At) {
 		switch {
 		case in.Messages.Shortfall > 0:

@@ -1,0 +1,124 @@
+// Package scans holds the source SQL of the catalog's table scans: which
+// columns a scan reads and their caps are the catalog's
+// (models.Table.Read); the SQL of the columns the source computes inside
+// the snapshot, and of their joins, is here. extract renders it per
+// dialect ({{column}} placeholders for optional columns, the
+// models.SQLiteNotIndexed and models.SQLiteNoFlatten markers).
+//
+// It is a leaf package (it imports models only) so that anything may name
+// a scan without linking a database driver; extract.Spec is the way in.
+package scans
+
+import (
+	"fmt"
+
+	"github.com/kandev/kandev-extract/models"
+)
+
+// Spec is the scan of a catalog table's source: its Read columns, the
+// computed ones with their SQL. featurePresent says whether the store has
+// task_session_subagents (the per-turn and per-session counts are 0
+// without it).
+func Spec(t *models.Table, featurePresent bool) models.TableSpec {
+	spec := models.TableSpec{Name: t.Source, Alias: "t"}
+	exprs := map[string]string{"rows_sharing_id": "COALESCE(dup.n, 1)"}
+	switch t.Source {
+	case models.SourceSubagents:
+		exprs = map[string]string{
+			"rows_sharing_id":  "COALESCE(di.n, 1)",
+			"rows_sharing_key": "COALESCE(dk.n, 1)",
+			"session_missing":  sessionMissing,
+			"turn_attribution": turnAttribution,
+		}
+		spec.Join = duplicateJoin(models.SourceSubagents, "di") +
+			` LEFT JOIN (SELECT task_session_id AS ks, {{agent_execution_id}} AS ke, tool_call_id AS kc, COUNT(*) AS n
+			FROM task_session_subagents
+			WHERE ` + keyFits("task_session_id") + ` AND ` + keyFits("{{agent_execution_id}}") + ` AND ` + keyFits("tool_call_id") + `
+			GROUP BY 1, 2, 3 HAVING COUNT(*) > 1) dk
+			ON dk.ks = ` + boundedKey("t.task_session_id") + ` AND dk.ke = ` + boundedKey("{{t.agent_execution_id}}") +
+			` AND dk.kc = ` + boundedKey("t.tool_call_id")
+	case models.SourceSessions, models.SourceTurns:
+		key := "task_session_id"
+		if t.Source == models.SourceTurns {
+			key = "turn_id"
+			exprs["session_missing"] = sessionMissing
+		}
+		counts := map[string]string{
+			"subagents_observed": "COALESCE(a.n, 0)", "subagents_live": "COALESCE(a.n_live, 0)", "subagents_backfill": "COALESCE(a.n_backfill, 0)",
+			"distinct_tool_calls": "COALESCE(a.n_distinct, 0)", "live_backfill_overlap": "COALESCE(a.overlap, 0)",
+		}
+		for name, expr := range counts {
+			if !featurePresent {
+				expr = "0"
+			}
+			exprs[name] = expr
+		}
+		if featurePresent {
+			spec.Join = fanoutJoin(key)
+		}
+		spec.Join += duplicateJoin(t.Source, "dup")
+	default:
+		spec.Join = duplicateJoin(t.Source, "dup")
+	}
+	for _, c := range t.Read {
+		col := models.ColumnSpec{Name: c.Name, Kind: c.Kind, Required: c.Required, MaxBytes: c.MaxBytes}
+		if c.Computed {
+			col.Expr = exprs[c.Name]
+			if col.Expr == "" {
+				panic(fmt.Sprintf("scans: no SQL for the computed column %s of %s", c.Name, t.Source))
+			}
+		}
+		spec.Columns = append(spec.Columns, col)
+	}
+	return spec
+}
+
+// keyFits and boundedKey keep every key the source compares — in a
+// grouping, a join or a lookup — within models.SQLitePrefixBytes: SQLite
+// loads a value whole to compare it (a GROUP BY over one 300 MB id cost
+// 2 GB), and octet_length, which reads no content, decides first. A longer
+// key is compared with nothing: its row shares no id or key and has no
+// subagents by it (the row itself is kept, its value cut and listed in
+// rejects). NULL keys matched nothing before either.
+func keyFits(col string) string {
+	return fmt.Sprintf("octet_length(%s) <= %d", col, models.SQLitePrefixBytes)
+}
+
+func boundedKey(col string) string {
+	return fmt.Sprintf("CASE WHEN %s THEN %s END", keyFits(col), col)
+}
+
+// sessionMissing is 1 when the row's task_session_id has no task_sessions
+// row (Kandev's foreign key cascades deletes, so only a store written with
+// foreign keys off, or repaired by hand, holds such rows).
+var sessionMissing = `CASE WHEN NOT (` + keyFits("t.task_session_id") + `) THEN 0 WHEN EXISTS (SELECT 1 FROM task_sessions s WHERE s.id = t.task_session_id) THEN 0 ELSE 1 END`
+
+// turnAttribution is 0 when the row's turn_id is NULL or empty (ordinary,
+// AC-2a), 1 when it names a turn of the snapshot, 2 when it names none (a
+// key too long to compare names none).
+var turnAttribution = `CASE WHEN t.turn_id IS NULL OR t.turn_id = '' THEN 0 WHEN NOT (` + keyFits("t.turn_id") +
+	`) THEN 2 WHEN EXISTS (SELECT 1 FROM task_session_turns tt WHERE tt.id = t.turn_id) THEN 1 ELSE 2 END`
+
+// duplicateJoin counts, for the scanned table (alias t), the rows sharing
+// an id, when more than one does (a primary key that was not enforced).
+func duplicateJoin(table, alias string) string {
+	return ` LEFT JOIN (SELECT id AS k, COUNT(*) AS n FROM ` + table + ` WHERE ` + keyFits("id") + ` GROUP BY id HAVING COUNT(*) > 1) ` + alias +
+		` ON ` + alias + `.k = ` + boundedKey("t.id")
+}
+
+// fanoutJoin aggregates subagent rows by key in one pass, in SQL that both
+// dialects accept (SQLite scans the table: see models.SQLiteNotIndexed; and
+// groups the subquery's computed columns, never source itself: see
+// models.SQLiteNoFlatten).
+func fanoutJoin(key string) string {
+	// overlap = |live tool calls| + |backfill tool calls| - |all tool calls|:
+	// the tool calls that have both a live and a backfill row.
+	return ` LEFT JOIN (SELECT k, COUNT(*) AS n, SUM(live) AS n_live, SUM(backfill) AS n_backfill,
+			COUNT(DISTINCT tc) AS n_distinct,
+			COUNT(DISTINCT CASE WHEN live = 1 THEN tc END) + COUNT(DISTINCT CASE WHEN backfill = 1 THEN tc END) - COUNT(DISTINCT tc) AS overlap
+		FROM (SELECT ` + key + ` AS k, CASE WHEN tool_call_id <> '' THEN ` + boundedKey("tool_call_id") + ` END AS tc,
+			CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'live' THEN 1 ELSE 0 END AS live,
+			CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'backfill' THEN 1 ELSE 0 END AS backfill
+			FROM task_session_subagents ` + models.SQLiteNotIndexed + ` WHERE ` + keyFits(key) + ` ` + models.SQLiteNoFlatten + `) f
+		GROUP BY k) a ON a.k = ` + boundedKey("t.id")
+}

@@ -1,0 +1,296 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/transform"
+)
+
+// transformers are a run's table transformers, each appending into its
+// table's builder.
+type transformers struct {
+	ctx       *transform.Context
+	rejects   *transform.Rejects
+	subagents *transform.Subagents
+	sessions  *transform.Sessions
+	turns     *transform.Turns
+	tasks     *transform.Dim
+	workflows *transform.Dim
+	steps     *transform.Dim
+}
+
+func newTransformers(tctx *transform.Context, outs *outputs) *transformers {
+	return &transformers{
+		ctx:       tctx,
+		rejects:   transform.NewRejects(tctx, outs.builder(models.TableRejects)),
+		subagents: transform.NewSubagents(tctx, outs.builder(models.TableFact)),
+		sessions:  transform.NewSessions(tctx, outs.builder(models.TableSession)),
+		turns:     transform.NewTurns(tctx, outs.builder(models.TableTurn)),
+		tasks:     transform.NewTasks(tctx, outs.builder(models.TableTask)),
+		workflows: transform.NewWorkflows(tctx, outs.builder(models.TableWorkflow)),
+		steps:     transform.NewWorkflowSteps(tctx, outs.builder(models.TableWorkflowStep)),
+	}
+}
+
+// appendRow is the transformer of a table read from its source.
+func (tr *transformers) appendRow(table string) func([]any) error {
+	switch table {
+	case models.TableFact:
+		return tr.subagents.Append
+	case models.TableSession:
+		return tr.sessions.Append
+	case models.TableTurn:
+		return tr.turns.Append
+	case models.TableTask:
+		return tr.tasks.Append
+	case models.TableWorkflow:
+		return tr.workflows.Append
+	case models.TableWorkflowStep:
+		return tr.steps.Append
+	}
+	panic("pipeline: no transformer reads " + table)
+}
+
+// highWater is the newest instant of a table's high-water column read
+// (zero when none).
+func (tr *transformers) highWater(table string) time.Time {
+	switch table {
+	case models.TableFact:
+		return tr.subagents.Stats.MaxUpdated
+	case models.TableSession:
+		return tr.sessions.Stats.MaxUpdated
+	case models.TableTurn:
+		return tr.turns.Stats.MaxUpdated
+	case models.TableTask:
+		return tr.tasks.Stats.MaxUpdated
+	case models.TableWorkflow:
+		return tr.workflows.Stats.MaxUpdated
+	case models.TableWorkflowStep:
+		return tr.steps.Stats.MaxUpdated
+	}
+	return time.Time{}
+}
+
+// The order the readers read in. A second reader pinned to the same
+// snapshot (extract.Fork: its own connection, the same state) reads the
+// messages — the message evidence and writer health, in one pass
+// (extract.ReadMessages) — and then task_sessions, while the first scans
+// task_session_subagents and then the other tables. dim_session depends on
+// the message evidence only, so its batches may reach the transformer
+// between the fact's; dim_turn also needs the fact transformed first (rows
+// that no turn can place), so the first reader reads it after the fact.
+// Without a second reader (extract.Fork says why) the first reads
+// everything, in turn: the fact, the messages, the sessions, the rest.
+var (
+	firstTable = models.TableFact
+	forkTable  = models.TableSession
+	restTables = []string{models.TableTurn, models.TableTask, models.TableWorkflow, models.TableWorkflowStep}
+)
+
+// readers read one consistent snapshot, on one or two connections, into
+// the overlap's batches for the transformers, and collect the message
+// pass's results.
+type readers struct {
+	snap, fork     models.Snapshot // fork is nil with one reader
+	ov             *overlap
+	outs           *outputs
+	tr             *transformers
+	state          models.InstallationState
+	featurePresent bool
+	opts           Options
+	installation   string
+	log            *slog.Logger
+	stages         *Stages
+	// ids collect the ids of the tables whose deletions are tracked.
+	ids map[string]*idSet
+
+	acct sync.Mutex // the two readers' accounting and progress calls
+
+	// What the message pass read.
+	evidence extract.MessageEvidence
+	health   models.Health
+	messages time.Duration
+}
+
+func (r *readers) progress(table string, n int64) {
+	if r.opts.Progress != nil {
+		r.acct.Lock()
+		r.opts.Progress(r.installation, table, n)
+		r.acct.Unlock()
+	}
+}
+
+// read scans one table of a snapshot into batches for the transformer.
+// Two readers may run it at once: its accounting and the progress callback
+// are serialized.
+func (r *readers) read(ctx context.Context, from models.Snapshot, table string) error {
+	t := models.MustTable(table)
+	spec := extract.Spec(t, r.featurePresent)
+	appendRow := r.tr.appendRow(table)
+	ov := r.ov
+	t0 := time.Now()
+	var (
+		n      int64
+		cur    *rowBatch
+		waited time.Duration
+	)
+	get := func() (*rowBatch, error) {
+		t := time.Now()
+		b, err := ov.get()
+		waited += time.Since(t)
+		return b, err
+	}
+	idSet, idCol := r.ids[table], spec.Column("id")
+	r.progress(table, 0) // the table's scan begins
+	err := from.Scan(ctx, spec, func(row []any) error {
+		if idSet != nil && idCol >= 0 {
+			idSet.add(row[idCol])
+		}
+		if cur == nil {
+			b, err := get()
+			if err != nil {
+				return err
+			}
+			cur, b.apply, b.width = b, appendRow, len(row)
+		}
+		cur.cells = append(cur.cells, row...)
+		cur.rows++
+		n++
+		if n%ProgressEvery == 0 {
+			r.progress(table, n)
+		}
+		if cur.rows == rowsPerBatch {
+			b := cur
+			cur = nil
+			return ov.send(b)
+		}
+		return nil
+	})
+	if err == nil && cur != nil {
+		err = ov.send(cur)
+	}
+	if err != nil {
+		return err
+	}
+	r.progress(table, n)
+	end, err := get()
+	if err != nil {
+		return err
+	}
+	b := r.outs.builder(table)
+	end.end = func() error {
+		if err := b.Flush(); err != nil {
+			return err
+		}
+		r.log.Info("table read", "table", spec.Name, "rows", b.Rows(), "elapsed", time.Since(t0).Round(time.Millisecond).String())
+		return nil
+	}
+	r.acct.Lock()
+	r.stages.Extract += time.Since(t0) - waited
+	r.acct.Unlock()
+	return ov.send(end)
+}
+
+// readMessages is the message pass: the evidence per turn and session,
+// and writer health's counts when it may run. Messages bound fan-out from
+// below, per turn and session; their evidence is read before sessions and
+// turns, whose classification uses it.
+func (r *readers) readMessages(ctx context.Context, from models.Snapshot) error {
+	t0 := time.Now()
+	defer func() { r.messages = time.Since(t0) }()
+	var since, healthSince *time.Time
+	if r.state.CaptureSince.Valid() {
+		at := r.state.CaptureSince.At
+		since = &at
+	}
+	runHealth, verdict := transform.HealthPlan(r.state)
+	if runHealth {
+		at := r.state.CaptureSince.At
+		healthSince = &at
+	}
+	ev, counts, err := extract.ReadMessages(ctx, from, since, r.featurePresent, healthSince)
+	if err != nil {
+		return err
+	}
+	r.evidence, r.health = ev, verdict
+	if runHealth {
+		r.health = transform.HealthVerdict(r.state, *counts)
+	}
+	// The sessions, read next, are classified with it.
+	r.tr.ctx.SessionEvidence = ev.Sessions
+	r.tr.ctx.ShortfallMeasured = r.featurePresent && r.state.CaptureSince.Valid()
+	return nil
+}
+
+// readAll reads every table and the messages, on the second reader when
+// there is one (see firstTable). ctx is the overlap's: it is cancelled when
+// the transformer fails.
+func (r *readers) readAll(ctx context.Context) error {
+	var (
+		forkDone = make(chan struct{})
+		forkErr  error
+		waited   time.Duration
+	)
+	fctx, stopFork := context.WithCancel(ctx)
+	defer stopFork()
+	if r.fork != nil {
+		go func() {
+			defer close(forkDone)
+			if forkErr = r.readMessages(fctx, r.fork); forkErr != nil {
+				return
+			}
+			forkErr = r.read(fctx, r.fork, forkTable)
+		}()
+	}
+	// The second reader is done before this returns (and before the fork
+	// is closed), whatever happens here.
+	join := func(err error) error {
+		if r.fork == nil {
+			return err
+		}
+		if err != nil {
+			stopFork()
+		}
+		t0 := time.Now()
+		<-forkDone
+		waited += time.Since(t0)
+		if err == nil {
+			err = forkErr
+		}
+		return err
+	}
+	if r.featurePresent {
+		if err := r.read(ctx, r.snap, firstTable); err != nil {
+			return join(err)
+		}
+	}
+	r.opts.phase(r.installation, PhaseHealth)
+	if r.fork == nil {
+		if err := r.readMessages(ctx, r.snap); err != nil {
+			return err
+		}
+		if err := r.read(ctx, r.snap, forkTable); err != nil {
+			return err
+		}
+	} else {
+		// The fact is read; what is left of the second reader's work (the
+		// message pass, then task_sessions) is what this waits for.
+		if err := join(nil); err != nil {
+			return err
+		}
+		r.log.Info("second reader", "messages_ms", r.messages.Milliseconds(), "waited_for_ms", waited.Milliseconds())
+	}
+	r.stages.Health += r.messages
+	r.tr.ctx.TurnEvidence = r.evidence.Turns
+	for _, table := range restTables {
+		if err := r.read(ctx, r.snap, table); err != nil {
+			return err
+		}
+	}
+	return nil
+}
