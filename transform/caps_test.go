@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/internal/benchdata"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/transform"
@@ -18,11 +19,11 @@ import (
 // cap (so the source never hands a value over whole), by what it is;
 // computed columns have none.
 func TestSpecsCapEveryStoredColumn(t *testing.T) {
-	for _, spec := range []models.TableSpec{
-		transform.SubagentSpec(), transform.SessionSpec(true), transform.SessionSpec(false),
-		transform.TurnSpec(true), transform.TurnSpec(false),
-		transform.TaskSpec(), transform.WorkflowSpec(), transform.WorkflowStepSpec(),
-	} {
+	var specs []models.TableSpec
+	for _, t := range models.Scanned() {
+		specs = append(specs, extract.Spec(t, true), extract.Spec(t, false))
+	}
+	for _, spec := range specs {
 		for _, c := range spec.Columns {
 			want := models.MaxLabelBytes
 			switch {
@@ -105,7 +106,7 @@ func TestTruncatedCells(t *testing.T) {
 	defer fb.Release()
 	s := transform.NewSubagents(ctx, fb)
 
-	spec := transform.SubagentSpec()
+	spec := extract.Spec(models.MustTable(models.TableFact), true)
 	col := func(name string) int {
 		i := spec.Column(name)
 		if i < 0 {

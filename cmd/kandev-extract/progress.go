@@ -11,8 +11,8 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/kandev/kandev-extract/config"
+	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/pipeline"
-	"github.com/kandev/kandev-extract/transform"
 )
 
 // applyConfig takes the log format from the config unless the flag was set.
@@ -37,14 +37,14 @@ func (g *globals) showProgress() bool {
 
 // sourceTables maps each warehouse table the pipeline reports progress for
 // to the source table it reads, in the order a run reads them.
-var sourceTables = []struct{ table, source string }{
-	{transform.TableFact, transform.SubagentSpec().Name},
-	{transform.TableSession, transform.SessionSpec(true).Name},
-	{transform.TableTurn, transform.TurnSpec(true).Name},
-	{transform.TableTask, transform.TaskSpec().Name},
-	{transform.TableWorkflow, transform.WorkflowSpec().Name},
-	{transform.TableWorkflowStep, transform.WorkflowStepSpec().Name},
-}
+var sourceTables = func() []struct{ table, source string } {
+	var out []struct{ table, source string }
+	for _, name := range []string{models.TableFact, models.TableSession, models.TableTurn,
+		models.TableTask, models.TableWorkflow, models.TableWorkflowStep} {
+		out = append(out, struct{ table, source string }{name, models.MustTable(name).Source})
+	}
+	return out
+}()
 
 func sourceOf(table string) string {
 	for _, t := range sourceTables {

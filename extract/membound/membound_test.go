@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
@@ -364,10 +365,11 @@ const sweepBytes = 2_000_000
 // sweepSpecs are the scans of a run; every stored column they read is
 // capped.
 func sweepSpecs() []models.TableSpec {
-	return []models.TableSpec{
-		transform.SubagentSpec(), transform.SessionSpec(true), transform.TurnSpec(true),
-		transform.TaskSpec(), transform.WorkflowSpec(), transform.WorkflowStepSpec(),
+	var out []models.TableSpec
+	for _, t := range models.Scanned() {
+		out = append(out, extract.Spec(t, true))
 	}
+	return out
 }
 
 // sweepExpect is the rejects entry an over-long value of column c gets.

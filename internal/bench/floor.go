@@ -15,7 +15,6 @@ import (
 
 	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/models"
-	"github.com/kandev/kandev-extract/transform"
 )
 
 // Two floors.
@@ -120,9 +119,9 @@ func specFloor(ctx context.Context, store string) ([]floorQuery, error) {
 	}
 	defer db.Close()
 	var out []floorQuery
-	specs := []models.TableSpec{
-		transform.SubagentSpec(), transform.SessionSpec(true), transform.TurnSpec(true),
-		transform.TaskSpec(), transform.WorkflowSpec(), transform.WorkflowStepSpec(),
+	var specs []models.TableSpec
+	for _, t := range models.Scanned() {
+		specs = append(specs, extract.Spec(t, true))
 	}
 	for _, spec := range specs {
 		have, err := tableColumns(ctx, db, spec.Name)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/transform"
 )
@@ -21,7 +22,7 @@ func ActivatedState() models.InstallationState {
 	}, models.ShapeExecutionAware)
 }
 
-// Subagents fills rows in transform.SubagentSpec order, shaped like a large
+// Subagents fills rows in the fact scan's order (extract.Spec), shaped like a large
 // Kandev store's: uuid-like ids (sessions of 10 rows, turns and executions
 // of 3), stamps at nanosecond precision, two in five rows from the backfill
 // with the execution sentinel, one in four completed and measured, the
@@ -34,7 +35,7 @@ type Subagents struct {
 
 // NewSubagents indexes SubagentSpec's columns.
 func NewSubagents() *Subagents {
-	spec := transform.SubagentSpec()
+	spec := extract.Spec(models.MustTable(models.TableFact), true)
 	s := &Subagents{col: map[string]int{}, n: len(spec.Columns), base: time.Date(2025, 11, 3, 8, 0, 0, 0, time.UTC)}
 	for i, c := range spec.Columns {
 		s.col[c.Name] = i
