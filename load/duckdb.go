@@ -265,6 +265,9 @@ func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problem
 		if err := comment(ctx, conn, views); err != nil {
 			return carried, err
 		}
+		if err := commentColumns(ctx, conn); err != nil {
+			return carried, err
+		}
 	}
 	if carried, err = carryAnalystObjects(ctx, conn, oldPath, views); err != nil {
 		return carried, fmt.Errorf("analyst objects: %w", err)
