@@ -38,7 +38,7 @@ type Carried struct {
 // ours reports whether a main-schema object name is one the rebuild
 // creates.
 func ours(name string, views []viewFile) bool {
-	if name == "runs" || name == "current_runs" {
+	if name == "runs" || name == "current_runs" || name == "warehouse_build" {
 		return true
 	}
 	for _, t := range baseTables {
