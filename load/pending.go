@@ -262,6 +262,9 @@ func (s Settled) Notes() []string {
 	if s.Swapped != "" {
 		out = append(out, "the database that waited at "+s.Swapped+" is now warehouse.duckdb")
 	}
+	if len(s.Analyst.Lost) > 0 && s.Analyst.Preserved != "" {
+		out = append(out, "analyst objects not carried into the swapped-in warehouse.duckdb; the old file is kept at "+s.Analyst.Preserved+": "+strings.Join(s.Analyst.Lost, "; "))
+	}
 	for _, d := range s.Discarded {
 		out = append(out, "a waiting database was not swapped in: "+d)
 	}
@@ -314,7 +317,7 @@ func (w *Warehouse) settle(ctx context.Context) (Settled, error) {
 				w.leftover(rel, err)
 			}
 		} else {
-			reason, err = w.swapIn(ctx, path, &s.Analyst)
+			reason, err = w.swapIn(ctx, path, newest, &s.Analyst)
 			if err != nil {
 				return s, err
 			}
@@ -335,7 +338,7 @@ func (w *Warehouse) settle(ctx context.Context) (Settled, error) {
 // carrying into it the analysts' objects of the file it replaces (which may
 // have changed since it was built). It returns why it could not ("" when
 // done).
-func (w *Warehouse) swapIn(ctx context.Context, path string, carried *Carried) (string, error) {
+func (w *Warehouse) swapIn(ctx context.Context, path, id string, carried *Carried) (string, error) {
 	final := filepath.Join(w.Dir, DatabaseFile)
 	if _, err := os.Lstat(final); err == nil {
 		c, err := recarry(ctx, path, final)
@@ -344,8 +347,13 @@ func (w *Warehouse) swapIn(ctx context.Context, path string, carried *Carried) (
 			return "the waiting database could not be opened to carry analysts' objects: " + firstLine(err.Error()), nil
 		}
 		*carried = c
+		if c.unreadable {
+			// Open for writing elsewhere: replacing it now would lose what
+			// is being written. Later.
+			return "warehouse.duckdb is open for writing in another process", nil
+		}
 		if len(c.Lost) > 0 {
-			if c.Preserved, err = w.preserve(time.Now()); err != nil {
+			if c.Preserved, err = w.preserveAs("warehouse-before-" + id + ".duckdb"); err != nil {
 				if isHeldOpen(err) {
 					return heldHint(DatabaseFile), nil
 				}

@@ -543,7 +543,10 @@ func expire(ms []models.Manifest, keep int, unserved map[[2]string]bool) []model
 // place: no served object ever references a pruned file. Every path removed
 // is derived from validated names and proven to lie inside the warehouse;
 // the manifest goes first, so a crash in between leaves only unclaimed
-// partitions, which the next run's recovery removes.
+// partitions, which the next run's recovery removes. A file another process
+// holds open (Windows) is left the same way, not an error: a held manifest
+// keeps its run whole until a later rebuild expires it again, a held
+// partition is unclaimed and removed by a later run (Leftovers lists both).
 func (w *Warehouse) Prune(expired []models.Manifest) (removed int, err error) {
 	for _, m := range expired {
 		inst, run := m.InstallationID, m.RunID
