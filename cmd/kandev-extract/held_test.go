@@ -62,6 +62,11 @@ func TestHeldDatabaseIsNotAFailedRun(t *testing.T) {
 		t.Errorf("query while held: exit %d\n%s\n%s", code, out, errOut)
 	}
 
+	out, errOut, code = runProc(t, heldEnv, "", nil, "report", "-w", wh, "--out", "-")
+	if code != 0 || !strings.Contains(out, second) || !strings.Contains(errOut, "reading the newer database waiting at "+db) {
+		t.Errorf("report while held: exit %d, names run %s: %v\n%s", code, second, strings.Contains(out, second), errOut)
+	}
+
 	// Released, but a run holds the warehouse (opened here while the file
 	// is still held, so opening it swaps nothing): status only reports.
 	t.Setenv(load.HeldOpenEnv, final)
