@@ -194,9 +194,7 @@ func (w *Warehouse) install(ctx context.Context, built, id string, hold string) 
 	final := filepath.Join(w.Dir, DatabaseFile)
 	ids, _ := pendingIDs(w.Dir)
 	for _, old := range ids {
-		if err := w.remove(pendingRel(old)); err != nil {
-			w.leftover(pendingRel(old), err)
-		}
+		w.discardPending(pendingRel(old))
 	}
 	reason := hold
 	if reason == "" {
@@ -239,6 +237,18 @@ func (w *Warehouse) install(ctx context.Context, built, id string, hold string) 
 	}
 	syncDir(dir)
 	return w.pendingState(ctx, reason), nil
+}
+
+// discardPending removes a waiting database (and a write-ahead log a
+// killed swap may have left beside it); one held open elsewhere is left for
+// a later command, and never chosen again (a newer build supersedes it, or
+// it fails the same checks).
+func (w *Warehouse) discardPending(rel string) {
+	for _, r := range []string{rel + ".wal", rel} {
+		if err := w.remove(r); err != nil {
+			w.leftover(r, err)
+		}
+	}
 }
 
 // Settled is what Settle did.
@@ -291,9 +301,7 @@ func (w *Warehouse) settle(ctx context.Context) (Settled, error) {
 		newest := ids[len(ids)-1]
 		for _, old := range ids[:len(ids)-1] {
 			s.Discarded = append(s.Discarded, pendingRel(old)+" (superseded by a newer build)")
-			if err := w.remove(pendingRel(old)); err != nil {
-				w.leftover(pendingRel(old), err)
-			}
+			w.discardPending(pendingRel(old))
 		}
 		rel := pendingRel(newest)
 		path, err := w.inside(rel, false)
@@ -313,9 +321,7 @@ func (w *Warehouse) settle(ctx context.Context) (Settled, error) {
 		}
 		if why != "" {
 			s.Discarded = append(s.Discarded, filepath.ToSlash(rel)+" ("+why+")")
-			if err := w.remove(rel); err != nil {
-				w.leftover(rel, err)
-			}
+			w.discardPending(rel)
 		} else {
 			reason, err = w.swapIn(ctx, path, newest, &s.Analyst)
 			if err != nil {
