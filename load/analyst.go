@@ -19,7 +19,8 @@ import (
 // is copied to _preserved/ first and the run says what and where.
 
 // preservedDir holds copies of warehouse.duckdb taken before a rebuild that
-// could not carry every analyst object. Nothing removes them.
+// could not carry every analyst object. Nothing removes them (a swap of a
+// waiting database retried while the file is held replaces its own copy).
 const preservedDir = "_preserved"
 
 // Carried reports what happened to analyst objects at a rebuild.
@@ -33,12 +34,15 @@ type Carried struct {
 	// Preserved is the copy of the old file (relative to the warehouse)
 	// that still holds them; empty when nothing was lost.
 	Preserved string
+	// unreadable: the old file could not be opened at all (another process
+	// has it open for writing).
+	unreadable bool
 }
 
 // ours reports whether a main-schema object name is one the rebuild
 // creates.
 func ours(name string, views []viewFile) bool {
-	if name == "runs" || name == "current_runs" {
+	if name == "runs" || name == "current_runs" || name == "warehouse_build" {
 		return true
 	}
 	for _, t := range baseTables {
@@ -65,6 +69,7 @@ func carryAnalystObjects(ctx context.Context, conn *sql.Conn, oldPath string, vi
 	if _, err := conn.ExecContext(ctx, `ATTACH `+quote(oldPath)+` AS previous (READ_ONLY)`); err != nil {
 		c.Lost = append(c.Lost, "the previous warehouse.duckdb could not be opened to look for analyst objects ("+
 			firstLine(err.Error())+")")
+		c.unreadable = true
 		return c, nil
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `DETACH previous`)
@@ -229,11 +234,23 @@ func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"
 // preserve copies the old database (and its write-ahead log) to
 // _preserved/warehouse-<UTC instant>.duckdb, creating new files only.
 func (w *Warehouse) preserve(now time.Time) (string, error) {
+	return w.preserveAs("warehouse-" + now.UTC().Format("20060102T150405.000000000Z") + ".duckdb")
+}
+
+// preserveAs copies the old database (and its write-ahead log) to
+// _preserved/<name>, replacing an earlier copy of that name (a waiting
+// database's swap, retried while the file is held, keeps one copy: the
+// latest state of the file it replaces).
+func (w *Warehouse) preserveAs(name string) (string, error) {
 	dir, err := w.mkdirs(preservedDir)
 	if err != nil {
 		return "", err
 	}
-	name := "warehouse-" + now.UTC().Format("20060102T150405.000000000Z") + ".duckdb"
+	for _, suffix := range []string{"", ".wal"} {
+		if err := w.remove(filepath.Join(preservedDir, name+suffix)); err != nil {
+			return "", err
+		}
+	}
 	for _, suffix := range []string{"", ".wal"} {
 		src, err := openNoFollow(filepath.Join(w.Dir, DatabaseFile+suffix))
 		if errors.Is(err, os.ErrNotExist) && suffix != "" {

@@ -37,6 +37,11 @@ type Rebuilt struct {
 	// carried into the new one, and where a copy of the old file keeps
 	// what could not be.
 	Analyst Carried
+	// Pending is what waits because a file was held open by another
+	// process (Windows): the new database when warehouse.duckdb could not
+	// be replaced, current/ files, leftovers. The run's data is committed
+	// either way; a later command finishes it (see pending.go).
+	Pending Pending
 }
 
 // Rebuild builds warehouse.duckdb anew from the valid manifests, every
@@ -46,9 +51,11 @@ type Rebuilt struct {
 // database, so it is self-contained: a moved or copied warehouse works,
 // pruning never breaks a served database, and an analyst's open session
 // keeps the old file's data until it reopens. The new file is built in
-// _build/, checked, and renamed over the old one after any write-ahead log
-// of the old one is removed (DuckDB would otherwise replay it onto the new
-// file); then it is opened once more to prove it is readable.
+// _build/<build id>/, checked, and renamed over the old one after any
+// write-ahead log of the old one is removed (DuckDB would otherwise replay
+// it onto the new file); then it is opened once more to prove it is
+// readable. When another process holds the old file open (Windows), the new
+// one waits in _pending/ instead and Rebuilt.Pending says so: not an error.
 func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Duration) (Rebuilt, error) {
 	var out Rebuilt
 	set, err := ScanManifests(w.Dir)
@@ -95,24 +102,38 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Durat
 		kept = append(kept, r)
 	}
 	rows = kept
-	if err := w.removeAll(buildDir); err != nil {
-		return out, err
-	}
-	dir, err := w.mkdirs(buildDir)
+	// Each rebuild works in a fresh directory of its own, so a leftover of
+	// an earlier one that another process holds open never blocks it.
+	now := time.Now()
+	id := uniqueID(now)
+	work := filepath.Join(buildDir, id)
+	dir, err := w.mkdirs(work)
 	if err != nil {
 		return out, err
 	}
+	defer func() {
+		if err := w.removeAll(work); err != nil {
+			w.leftover(work, err)
+		}
+		w.remove(buildDir) // once empty
+		out.Pending.Leftovers = w.Leftovers()
+	}()
 	tmp := filepath.Join(dir, DatabaseFile)
 	final := filepath.Join(w.Dir, DatabaseFile)
-	out.Analyst, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter)
+	info := buildInfo{ID: id, At: now, Manifests: manifestsKey(set.Valid)}
+	out.Analyst, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info)
 	if err != nil {
-		w.removeAll(buildDir)
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
+	hold := ""
 	if len(out.Analyst.Lost) > 0 {
-		if out.Analyst.Preserved, err = w.preserve(time.Now()); err != nil {
-			w.removeAll(buildDir)
-			return out, fmt.Errorf("build %s: analyst objects could not be carried over, and the old file could not be kept: %w", final, err)
+		if out.Analyst.Preserved, err = w.preserve(now); err != nil {
+			if !isHeldOpen(err) {
+				return out, fmt.Errorf("build %s: analyst objects could not be carried over, and the old file could not be kept: %w", final, err)
+			}
+			// Not replaced while its objects cannot be kept: it waits, and
+			// the swap carries them again.
+			hold = heldHint(DatabaseFile)
 		}
 	}
 	if _, err := os.Lstat(tmp + ".wal"); err == nil {
@@ -122,27 +143,15 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Durat
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
 	CrashPoint("database built")
-	// The old file's log would be replayed onto the new file: it goes
-	// first. A crash between the two leaves the old file without its
-	// uncheckpointed changes (an analyst's, never the extractor's).
-	if err := w.remove(DatabaseFile + ".wal"); err != nil {
-		return out, fmt.Errorf("build %s: remove the old database's write-ahead log: %w", final, err)
-	}
-	if _, err := w.inside(DatabaseFile, true); err != nil {
+	if out.Pending, err = w.install(ctx, tmp, id, hold); err != nil {
 		return out, err
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		return out, fmt.Errorf("build %s: %w (is it held open by another process? Windows does not let an open file be replaced: "+
-			"the run's data is committed; close that session and run again to rebuild warehouse.duckdb)", final, err)
-	}
-	syncDir(w.Dir)
-	CrashPoint("database in place")
-	w.removeAll(buildDir)
-	if err := checkDatabase(ctx, final); err != nil {
-		return out, fmt.Errorf("the rebuilt %s cannot be read: %w", final, err)
-	}
-	if err := w.publishCurrent(rows); err != nil {
+	if err := w.publishCurrent(currentTarget(rows), work); err != nil {
 		return out, fmt.Errorf("publish the current layout: %w", err)
+	}
+	if want, ok, err := readPendingCurrent(w.Dir); err == nil && ok {
+		have, _ := ReadCurrentManifest(w.Dir)
+		out.Pending.Current = behindCurrent(want, have)
 	}
 	return out, nil
 }
@@ -185,7 +194,7 @@ type runRow struct {
 	problem string
 }
 
-func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration) (carried Carried, err error) {
+func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo) (carried Carried, err error) {
 	// The file is attached rather than named in the driver's DSN, which
 	// cuts a path at "?" (a warehouse may be called "wh?").
 	db, err := sql.Open("duckdb", "")
@@ -223,6 +232,9 @@ func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problem
 		return carried, err
 	}
 	if err := createRuns(ctx, conn, runs, problems); err != nil {
+		return carried, err
+	}
+	if err := createBuildInfo(ctx, conn, info); err != nil {
 		return carried, err
 	}
 	if staleAfter <= 0 {

@@ -141,7 +141,7 @@ func (w *Warehouse) removeAll(rel string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(p); err != nil {
+	if err := removeAllFiles(p); err != nil {
 		return fmt.Errorf("warehouse %s: remove %s: %w", w.Dir, rel, err)
 	}
 	return nil
@@ -154,7 +154,7 @@ func (w *Warehouse) remove(rel string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeFile(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("warehouse %s: remove %s: %w", w.Dir, rel, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,7 +44,23 @@ func ValidName(name string) error { return models.ValidName(name) }
 type Warehouse struct {
 	Dir  string
 	lock *os.File
+	// leftovers are paths a step could not remove or move because another
+	// process holds them open (Windows); each is retried by a later run.
+	leftovers []string
+	// Settled is what opening the warehouse finished of what an earlier
+	// run left waiting.
+	Settled Settled
 }
+
+// leftover records a path that could not be removed yet.
+func (w *Warehouse) leftover(rel string, err error) {
+	w.leftovers = append(w.leftovers, filepath.ToSlash(rel))
+}
+
+// Leftovers are the paths this process could not remove or move so far
+// because another process holds them open (Windows). Nothing served depends
+// on them; every later run tries again.
+func (w *Warehouse) Leftovers() []string { return slices.Clone(w.leftovers) }
 
 // ErrLocked is returned when another run holds the warehouse.
 var ErrLocked = errors.New("warehouse is locked by another kandev-extract run")
@@ -107,6 +124,15 @@ func OpenWarehouse(dir string) (*Warehouse, error) {
 		w.Close()
 		return nil, err
 	}
+	// What an earlier run left waiting (a database, current/ files) is
+	// finished now if nothing holds it any more; the run's own rebuild
+	// supersedes it otherwise.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if w.Settled, err = w.settle(ctx); err != nil {
+		// Not this run's concern: its own rebuild supersedes what waits.
+		w.Settled.Problem = err.Error()
+	}
 	return w, nil
 }
 
@@ -146,7 +172,12 @@ func (w *Warehouse) Close() error {
 func (w *Warehouse) recover() error {
 	for _, rel := range []string{stagingDir, buildDir} {
 		if err := w.removeAll(rel); err != nil {
-			return fmt.Errorf("warehouse %s: clear %s: %w", w.Dir, rel, err)
+			if !isHeldOpen(err) {
+				return fmt.Errorf("warehouse %s: clear %s: %w", w.Dir, rel, err)
+			}
+			// A leftover held open elsewhere (Windows) blocks nothing: new
+			// staging and build work get fresh names. Retried by every run.
+			w.leftover(rel, err)
 		}
 	}
 	insts, err := w.realDirEntries(runsDir)
@@ -155,14 +186,19 @@ func (w *Warehouse) recover() error {
 	}
 	for _, inst := range insts {
 		names, err := readDirEntries(w.Dir, filepath.Join(runsDir, inst), func(e fs.DirEntry) bool {
-			return strings.HasSuffix(e.Name(), ".json.tmp")
+			// <run>.json.tmp, or <run>.json.<unique id>.tmp when the first
+			// was held open (writeFileAtomic).
+			return strings.HasSuffix(e.Name(), ".tmp") && strings.Contains(e.Name(), ".json.")
 		})
 		if err != nil {
 			return fmt.Errorf("warehouse %s: %w", w.Dir, err)
 		}
 		for _, n := range names {
 			if err := w.remove(filepath.Join(runsDir, inst, n)); err != nil {
-				return err
+				if !isHeldOpen(err) {
+					return err
+				}
+				w.leftover(filepath.Join(runsDir, inst, n), err)
 			}
 		}
 	}
@@ -180,7 +216,12 @@ func (w *Warehouse) recover() error {
 		}
 		if p.Action == ProblemQuarantined {
 			if err := w.quarantine(p); err != nil {
-				return err
+				if !isHeldOpen(err) {
+					return err
+				}
+				// Still not served (it fails validation where it is);
+				// moved by a later run.
+				w.leftover(p.Path, err)
 			}
 		}
 	}
@@ -209,7 +250,11 @@ func (w *Warehouse) recover() error {
 					continue
 				}
 				if err := w.removeAll(partitionRel(table, inst, run)); err != nil {
-					return fmt.Errorf("warehouse %s: remove uncommitted run %s of %s: %w", w.Dir, run, inst, err)
+					if !isHeldOpen(err) {
+						return fmt.Errorf("warehouse %s: remove uncommitted run %s of %s: %w", w.Dir, run, inst, err)
+					}
+					// Unclaimed, so never served: removed by a later run.
+					w.leftover(partitionRel(table, inst, run), err)
 				}
 			}
 		}
@@ -239,7 +284,7 @@ func (w *Warehouse) quarantine(p ManifestProblem) error {
 	if _, err := os.Lstat(to); err == nil {
 		to = filepath.Join(dir, strings.TrimSuffix(name, ".json")+"."+strconv.FormatInt(time.Now().UnixNano(), 10)+".json")
 	}
-	if err := os.Rename(from, to); err != nil {
+	if err := renameFile(from, to); err != nil {
 		return fmt.Errorf("warehouse %s: quarantine %s: %w", w.Dir, p.Path, err)
 	}
 	syncDir(dir)
@@ -353,7 +398,7 @@ func (s *Staging) Commit(m models.Manifest) error {
 			return fmt.Errorf("publish %s: %w", t, err)
 		}
 		final := filepath.Join(parent, filepath.Base(rel))
-		if err := os.Rename(filepath.Dir(s.files[t]), final); err != nil {
+		if err := renameFile(filepath.Dir(s.files[t]), final); err != nil {
 			return fmt.Errorf("publish %s: %w", t, err)
 		}
 		published = append(published, rel)
@@ -416,7 +461,11 @@ func (w *Warehouse) WriteManifest(m models.Manifest) error {
 // place and fsyncs the directory. On error nothing is left behind.
 func writeFileAtomic(path string, data []byte) (err error) {
 	tmp := path + ".tmp"
-	os.Remove(tmp) // left by a crash; createFile never overwrites
+	if err := removeFile(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Left by a crash and held open elsewhere: a fresh name instead
+		// (createFile never overwrites).
+		tmp = path + "." + uniqueID(time.Now()) + ".tmp"
+	}
 	f, err := createFile(tmp)
 	if err != nil {
 		return err
@@ -437,7 +486,7 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := renameFile(tmp, path); err != nil {
 		return err
 	}
 	syncDir(filepath.Dir(path))
@@ -494,7 +543,10 @@ func expire(ms []models.Manifest, keep int, unserved map[[2]string]bool) []model
 // place: no served object ever references a pruned file. Every path removed
 // is derived from validated names and proven to lie inside the warehouse;
 // the manifest goes first, so a crash in between leaves only unclaimed
-// partitions, which the next run's recovery removes.
+// partitions, which the next run's recovery removes. A file another process
+// holds open (Windows) is left the same way, not an error: a held manifest
+// keeps its run whole until a later rebuild expires it again, a held
+// partition is unclaimed and removed by a later run (Leftovers lists both).
 func (w *Warehouse) Prune(expired []models.Manifest) (removed int, err error) {
 	for _, m := range expired {
 		inst, run := m.InstallationID, m.RunID
@@ -503,10 +555,21 @@ func (w *Warehouse) Prune(expired []models.Manifest) (removed int, err error) {
 		}
 		CrashPoint("pruning")
 		if err := w.remove(filepath.Join(runsDir, inst, run+".json")); err != nil {
+			if isHeldOpen(err) {
+				// Kept whole (manifest and files); the next rebuild expires
+				// it again.
+				w.leftover(filepath.Join(runsDir, inst, run+".json"), err)
+				continue
+			}
 			return removed, fmt.Errorf("prune %s/%s: %w", inst, run, err)
 		}
 		for _, t := range baseTables {
 			if err := w.removeAll(partitionRel(t, inst, run)); err != nil {
+				if isHeldOpen(err) {
+					// Unclaimed now: the next run's recovery removes it.
+					w.leftover(partitionRel(t, inst, run), err)
+					continue
+				}
 				return removed, fmt.Errorf("prune %s/%s: %w", inst, run, err)
 			}
 		}

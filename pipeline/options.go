@@ -138,6 +138,10 @@ type Result struct {
 	// Analyst is what happened to objects analysts had created in
 	// warehouse.duckdb.
 	Analyst load.Carried
+	// Pending is what waits because another process held a file open
+	// (Windows): the new database, current/ files, leftovers. Not a
+	// failure: the data is committed, and a later command finishes it.
+	Pending load.Pending
 }
 
 // Failed reports whether any installation failed.

@@ -69,6 +69,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	defer wh.Close()
+	for _, n := range wh.Settled.Notes() {
+		opts.Logger.Warn(n)
+	}
 	for _, in := range opts.Installations {
 		if other := wh.CaseTwin(in.Name); other != "" {
 			return Result{}, fmt.Errorf("installation %q: %w: it differs only in case from the installation %q this warehouse already holds, "+
@@ -114,7 +117,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("rebuild warehouse.duckdb: %w", err)
 	}
-	opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds())
+	res.Pending = built.Pending
+	if built.Pending.Database == "" {
+		opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds())
+	}
 	// Retention last: the database now in place holds its own data, so no
 	// instant exists at which it references a pruned file.
 	opts.phase("", PhasePrune)
@@ -122,6 +128,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		opts.Logger.Error("retention failed; older runs kept", "err", err)
 	} else if n > 0 {
 		opts.Logger.Info("retention removed old runs", "runs", n, "keep", opts.Retention)
+	}
+	// What another process holds open (Windows) waits: not a failure.
+	res.Pending.Leftovers = wh.Leftovers()
+	for _, m := range res.Pending.Messages() {
+		opts.Logger.Warn(m)
 	}
 	res.Duration = opts.Now().Sub(start)
 	if ctx.Err() != nil {

@@ -61,6 +61,12 @@ Text on a terminal is printed with control characters escaped (\x1b,
 \u202e, ...): always in table format, in CSV when stdout is a terminal.
 JSON escapes them as JSON does.
 
+Files held open (Windows): when the last run could not replace
+warehouse.duckdb because another process held it open, query first swaps
+the waiting database in if nothing holds the file any more (and no run is
+in progress), and otherwise reads the newer database waiting in _pending/,
+with a note on stderr.
+
 Exit status: 0 when the result was printed, 1 when the query failed, 2 on
 a usage error (no SQL, an unknown --format, no warehouse).`,
 		Example: `  kandev-extract query "SELECT * FROM disclosures"
@@ -74,10 +80,11 @@ a usage error (no SQL, an unknown --format, no warehouse).`,
 			if err != nil {
 				return err
 			}
-			path, err := s.database(cmd)
+			path, settled, err := s.database(cmd)
 			if err != nil {
 				return err
 			}
+			settledNotes(g, settled)
 			return query(cmd, g, path, q, format, allowFiles)
 		},
 	}

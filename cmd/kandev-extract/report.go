@@ -28,16 +28,21 @@ any other file: per installation, the fan-out distribution, contexts per
 card by workflow step, subagent usage (invocations and average tokens over
 measured rows only) and writer health over every retained run. Each chart is captioned with the disclosures that
 apply to its data: unknown is never drawn as zero, backfill is kept apart
-from live.`,
+from live.
+
+Like query, report first swaps in a database that waits in _pending/ (a run
+found warehouse.duckdb held open by another process, on Windows) when
+nothing holds the file any more, and otherwise reads the waiting one.`,
 		Example: `  kandev-extract report
   kandev-extract report --warehouse /srv/kandev-wh --out /tmp/kandev.html
   kandev-extract report --out -    # to stdout`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := s.database(cmd)
+			path, settled, err := s.database(cmd)
 			if err != nil {
 				return err
 			}
+			settledNotes(g, settled)
 			if out == "-" {
 				if !g.stdoutTerminal() {
 					return report.Write(cmd.Context(), path, g.stdout, time.Now())

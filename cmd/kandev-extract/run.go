@@ -69,7 +69,16 @@ cron) there is no progress line and no summary on stdout: the summary is a
 "run summary" log record per installation. --quiet prints warnings and
 errors only.
 
-Exit status: 0 when every installation committed, 1 when any failed,
+Files held open (Windows): when another process (a DuckDB session, Excel,
+Power BI) holds warehouse.duckdb open, the run still commits its data and
+exits 0 with a warning; the rebuilt database waits in _pending/ and replaces
+warehouse.duckdb at the next run, status, query or report once the file is
+closed ('query' reads the waiting one meanwhile; 'status' shows it). Held
+current/ files stay at the previous run, all of an installation's together;
+held leftovers are removed by a later run. On Linux and macOS nothing waits.
+
+Exit status: 0 when every installation committed (also when the swap of
+warehouse.duckdb waits: see above), 1 when any failed,
 2 on a usage or configuration error (an unknown --log-format value
 included) or a source refused (bound to another store: --rebind), 75 when
 another run holds the warehouse (retry later, or pass --wait).`,
@@ -370,6 +379,13 @@ func printSummary(w io.Writer, warehouse string, res pipeline.Result) {
 		printlnSafe(w, "  disclosures:")
 		for _, d := range o.Disclosures {
 			printSafe(w, "   - [%s] %s\n", d.Rule, d.Text)
+		}
+	}
+	if msgs := res.Pending.Messages(); len(msgs) > 0 {
+		printlnSafe(w)
+		printlnSafe(w, "pending (files open in another process; not a failure):")
+		for _, m := range msgs {
+			printSafe(w, "  - %s\n", m)
 		}
 	}
 	db := filepath.Join(warehouse, "warehouse.duckdb")

@@ -143,16 +143,47 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	return cfg, out, why, nil
 }
 
-// database resolves the warehouse and returns its DuckDB file, which must
-// exist (query, status and report only read it).
-func (s *settings) database(cmd *cobra.Command) (string, error) {
+// database resolves the warehouse and returns the DuckDB file to read
+// (query, status and report only read it). What an earlier run left
+// waiting because another process held a file open (Windows) is finished
+// first when nothing holds it any more (load.SettlePending); the file
+// returned is the newest database: the one still waiting in _pending/ when
+// warehouse.duckdb could not be replaced yet.
+func (s *settings) database(cmd *cobra.Command) (string, load.Settled, error) {
+	path, _, settled, err := s.databaseIn(cmd)
+	return path, settled, err
+}
+
+// databaseIn is database, with the warehouse directory.
+func (s *settings) databaseIn(cmd *cobra.Command) (string, string, load.Settled, error) {
+	var settled load.Settled
 	cfg, _, _, err := s.resolve(cmd, false)
 	if err != nil {
-		return "", err
+		return "", "", settled, err
 	}
 	path := filepath.Join(cfg.Warehouse, load.DatabaseFile)
-	if !fileExists(path) {
-		return "", &exitError{code: exitUsage, err: fmt.Errorf("no warehouse at %s: run 'kandev-extract run' first or pass --warehouse", path)}
+	settled, newest, err := load.SettlePending(cmd.Context(), cfg.Warehouse)
+	if err != nil {
+		// Finishing what waits is not this command's job: read what is there.
+		settled.Problem = err.Error()
+		newest = load.NewestDatabase(cmd.Context(), cfg.Warehouse)
 	}
-	return path, nil
+	if !fileExists(newest) {
+		return "", "", settled, &exitError{code: exitUsage, err: fmt.Errorf("no warehouse at %s: run 'kandev-extract run' first or pass --warehouse", path)}
+	}
+	return newest, cfg.Warehouse, settled, nil
+}
+
+// settledNotes prints to stderr what finishing the waiting work did and
+// what still waits (query and report; status shows it in its output).
+func settledNotes(g *globals, s load.Settled) {
+	if g.quiet {
+		return
+	}
+	for _, n := range s.Notes() {
+		printSafe(g.stderr, "note: %s\n", n)
+	}
+	if s.Pending.Database != "" {
+		printSafe(g.stderr, "note: warehouse.duckdb is still open in another process; reading the newer database waiting at %s\n", s.Pending.Database)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,7 +33,17 @@ its latest attempt and whether it failed, its last runs (time, outcome,
 rows, duration), its activation state and writer health, and the
 disclosures that apply to its current data; and whether a run is in
 progress (the warehouse lock is held, by "pid N"). The source stores are
-not touched, and the lock is never taken.
+not touched.
+
+Files held open (Windows): when a run could not replace warehouse.duckdb
+because another process held it open, the rebuilt database waits in
+_pending/. status first swaps it in if nothing holds warehouse.duckdb any
+more and no run is in progress (taking the warehouse lock for that moment
+only; when nothing waits, status takes no lock and writes nothing), and
+otherwise reads the waiting database and says so ("pending:" lines; in
+--json the warehouse-wide "pending" object, null when nothing waits). The
+same goes for current/ files held at an earlier run. Something pending does
+not change the exit status: the runs themselves committed.
 
 --json prints one JSON object per installation, one per line, with the
 same facts (and exit_status, what this installation alone calls for).
@@ -58,11 +67,11 @@ Exit status (for a monitor; with several installations, the most urgent):
   kandev-extract status --json || alert "kandev-extract: exit $?"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := s.database(cmd)
+			path, dir, settled, err := s.databaseIn(cmd)
 			if err != nil {
 				return err
 			}
-			return printStatus(cmd, g, path, last, asJSON)
+			return printStatus(cmd, g, path, dir, settled, last, asJSON)
 		},
 	}
 	s.addWarehouse(cmd)
@@ -94,6 +103,11 @@ type installStatus struct {
 	Runs        []statusRun        `json:"runs"`
 	// RunInProgress is set while a run holds the warehouse lock.
 	RunInProgress *statusLock `json:"run_in_progress"`
+	// Pending is what waits in the warehouse because another process held
+	// a file open (Windows): a rebuilt database not yet swapped in (status
+	// then reads it), current/ files still at an earlier run, leftovers.
+	// Warehouse-wide, like run_in_progress; null when nothing waits.
+	Pending *load.Pending `json:"pending"`
 	// ExitStatus is what this installation alone calls for (see --help).
 	ExitStatus int `json:"exit_status"`
 	// currentKnown: the warehouse has current_runs (a warehouse built by
@@ -131,14 +145,18 @@ type statusLock struct {
 // printStatus prints the status, or nothing and an error (exit 1) when
 // any part of the warehouse cannot be read: a broken warehouse.duckdb is
 // never shown as an empty or healthy one.
-func printStatus(cmd *cobra.Command, g *globals, path string, last int, asJSON bool) error {
+func printStatus(cmd *cobra.Command, g *globals, path, dir string, settled load.Settled, last int, asJSON bool) error {
 	fail := func(err error) error {
 		return &exitError{code: exitFailure, err: fmt.Errorf("status: cannot read the warehouse %s: %w (the next 'kandev-extract run' rebuilds warehouse.duckdb from the run manifests and Parquet files)", path, err)}
 	}
 	ctx := cmd.Context()
 	var lock *statusLock
-	if held, holder, err := load.LockHolder(filepath.Dir(path)); err == nil && held {
+	if held, holder, err := load.LockHolder(dir); err == nil && held {
 		lock = &statusLock{Holder: holder}
+	}
+	var pending *load.Pending
+	if !settled.Pending.Empty() {
+		pending = &settled.Pending
 	}
 	db, err := openWarehouse(ctx, path, false)
 	if err != nil {
@@ -153,12 +171,13 @@ func printStatus(cmd *cobra.Command, g *globals, path string, last int, asJSON b
 	if asJSON {
 		for i := range sts {
 			sts[i].RunInProgress = lock
+			sts[i].Pending = pending
 			if err := writeJSONLine(&out, sts[i]); err != nil {
 				return err
 			}
 		}
 	} else {
-		writeStatus(&out, sts, lock)
+		writeStatus(&out, sts, lock, settled)
 	}
 	if _, err := g.stdout.Write(out.Bytes()); err != nil {
 		return err
@@ -385,9 +404,38 @@ func nullable(s sql.NullString) *string {
 
 // writeStatus prints the status for people; every value quoting warehouse
 // or store text goes through termSafe (printSafe).
-func writeStatus(w io.Writer, sts []installStatus, lock *statusLock) {
+func writeStatus(w io.Writer, sts []installStatus, lock *statusLock, settled load.Settled) {
 	if lock != nil {
 		printSafe(w, "run in progress: the warehouse lock is held (%s); what follows is the last rebuilt state\n\n", lock.Holder)
+	}
+	for _, n := range settled.Notes() {
+		printSafe(w, "done now: %s\n", n)
+	}
+	p := settled.Pending
+	if p.Database != "" {
+		built := ""
+		if p.DatabaseBuiltAt != nil {
+			built = " (built " + p.DatabaseBuiltAt.Format("2006-01-02 15:04:05Z") + ")"
+		}
+		printSafe(w, "pending:    %s; the newer database%s waits at %s and is what follows. "+
+			"It replaces warehouse.duckdb when that file is closed, at the next run, status, query or report; until then sessions on warehouse.duckdb see the previous runs.\n",
+			p.Reason, built, p.Database)
+	}
+	for _, c := range p.Current {
+		at, want := c.AtRun, c.WantRun
+		if at == "" {
+			at = "none"
+		}
+		if want == "" {
+			want = "none (no longer served)"
+		}
+		printSafe(w, "pending:    current/ files of installation %s are open in another process: all stay at run %s (wanted %s)\n", c.Installation, at, want)
+	}
+	if len(p.Leftovers) > 0 {
+		printSafe(w, "pending:    not removed yet, open in another process (a later run removes them): %s\n", strings.Join(p.Leftovers, ", "))
+	}
+	if len(settled.Notes()) > 0 || !p.Empty() {
+		printlnSafe(w)
 	}
 	if len(sts) == 0 {
 		printlnSafe(w, "no runs recorded yet")
