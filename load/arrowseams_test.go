@@ -14,6 +14,7 @@ import (
 // rawSizer, pageFlusher). Should arrow-go rename or drop one, the writer
 // would silently take its slower, generic path; this test fails instead.
 func TestArrowGoSeamsStillMatch(t *testing.T) {
+	t.Parallel()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "status", Type: arrow.BinaryTypes.String, Nullable: true},        // dictionary encoded
 		{Name: "tool_call_id", Type: arrow.BinaryTypes.String, Nullable: false}, // plain (highCardinality)

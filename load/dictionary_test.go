@@ -358,6 +358,7 @@ func diffColumns(doc, actual []dbColumn) string {
 // missing disclosure, a bad row and a duplicate: the dictionary test would
 // otherwise pass vacuously on a format it no longer understands.
 func TestDataDictionaryParserCatchesDrift(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "w.md")
 	os.WriteFile(p, []byte("# x\n\n### `a` `a_history`\nDisclosure: rule\n\n| column | type | meaning |\n|---|---|---|\n| `x` | BIGINT | the x |\n| `y` | VARCHAR |  |\n\n## Examples\n\n```sql\nSELECT 1\n```\n"), 0o644)
 	docs, examples := parseDictionary(t, p)
@@ -448,6 +449,7 @@ var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 // hyparquet and checks its values against the source store, queried
 // directly with SQLite (not through the extractor).
 func TestParquetReadByHyparquet(t *testing.T) {
+	t.Parallel()
 	wh := sharedWarehouse(t)
 	srcPath := fixture(t, "upgraded-backfill.db")
 	src := sourceDB(t, srcPath)

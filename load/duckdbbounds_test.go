@@ -9,6 +9,7 @@ import (
 // Whatever DuckDB chose for this machine (one thread per core), a run's
 // connection ends up with the bounded thread count and memory limit.
 func TestBoundDuckDBOverridesTheMachineDefaults(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {

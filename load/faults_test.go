@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -153,10 +154,42 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 			}
 		}, []string{"parquet ", "read-only file system"}, false},
 	}
+	// createFile is one process-wide seam, so the cases share one opener
+	// that hands each case's files to the fault its case has set for its
+	// own warehouse (nil: none, a plain file); that lets the cases run in
+	// parallel. The test itself stays serial: no other test's files go
+	// through this opener.
+	var mu sync.Mutex
+	faults := map[string]func(string) (load.FileSink, error){}
+	setFault := func(wh string, create func(string) (load.FileSink, error)) {
+		mu.Lock()
+		defer mu.Unlock()
+		faults[wh] = create
+	}
+	load.SetCreateFile(t, func(path string) (load.FileSink, error) {
+		var create func(string) (load.FileSink, error)
+		known := false
+		mu.Lock()
+		for wh, f := range faults {
+			if strings.HasPrefix(path, wh+string(filepath.Separator)) {
+				create, known = f, true
+			}
+		}
+		mu.Unlock()
+		if !known {
+			t.Errorf("a file outside the cases' warehouses: %s", path)
+		}
+		if create != nil {
+			return create(path)
+		}
+		return open(path)
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			source := faultStore(t)
 			wh := filepath.Join(t.TempDir(), "wh")
+			setFault(wh, nil)
 			first := faultRun(t, wh, source)
 			if first.Failed() {
 				t.Fatalf("first run: %v", first.Outcomes[0].Err)
@@ -165,7 +198,7 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 
 			var left atomic.Int64
 			left.Store(20_000) // a few files fit, then the disk is full
-			load.SetCreateFile(t, tc.create(&left))
+			setFault(wh, tc.create(&left))
 			second, runErr := pipeline.Run(context.Background(), pipeline.Options{
 				Warehouse: wh, Installations: []pipeline.Installation{{Name: "disk", Source: source}}})
 			// The rebuild writes through DuckDB (not injected); only the
@@ -215,9 +248,7 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 			}
 
 			// The disk has room again: the next run commits and is current.
-			load.SetCreateFile(t, func(path string) (load.FileSink, error) {
-				return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			})
+			setFault(wh, nil)
 			third := faultRun(t, wh, source)
 			if third.Failed() {
 				t.Fatalf("run after the fault: %v", third.Outcomes[0].Err)
@@ -232,6 +263,7 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 // TestWarehouseIsAFile: a warehouse path that cannot be a directory fails
 // the whole run, naming it, before any source is read.
 func TestWarehouseIsAFile(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	if err := os.WriteFile(wh, []byte("not a directory"), 0o644); err != nil {
 		t.Fatal(err)

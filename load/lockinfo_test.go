@@ -10,6 +10,7 @@ import (
 )
 
 func TestLockHolderReadsWithoutTakingOrCreating(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// No lock file: not held, and none is created.
 	if held, who, err := LockHolder(dir); held || who != "" || err != nil {
@@ -47,6 +48,7 @@ func TestLockHolderReadsWithoutTakingOrCreating(t *testing.T) {
 }
 
 func TestLockHolderRefusesALinkedLockFile(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("symbolic links need a privilege on Windows")
 	}

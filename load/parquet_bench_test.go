@@ -236,6 +236,7 @@ func columnChunks(tb testing.TB, path string) [][]byte {
 // allocator: every buffer a batch allocated is released once written, and
 // reading the file back releases everything too.
 func TestParquetWriterReleasesArrowMemory(t *testing.T) {
+	t.Parallel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	path := filepath.Join(t.TempDir(), "fact", "part-0.parquet")
 	pf, err := CreateParquet(path, transform.FactSchema, "leak-check")

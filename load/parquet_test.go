@@ -128,6 +128,7 @@ func duckMemory(t *testing.T) *sql.DB {
 // byte-identical whatever the number of workers (the row group is
 // assembled in column order).
 func TestParquetWriterRoundTrip(t *testing.T) {
+	t.Parallel()
 	recs, want := roundTripRows(t, 0, 4096, 1024)
 	db := duckMemory(t)
 	for _, c := range []struct {
@@ -194,6 +195,7 @@ func normalizeMicros(lines []string) []string {
 // arrow-go), every column is zstd and uses only the encodings every reader
 // knows, and the Arrow schema and provenance are in the footer.
 func TestParquetWriterEncodings(t *testing.T) {
+	t.Parallel()
 	recs, _ := roundTripRows(t, 0, 3000, 1000)
 	path := filepath.Join(t.TempDir(), "enc.parquet")
 	writeRoundTrip(t, path, defaultWriterOptions(), recs)
@@ -230,6 +232,7 @@ func TestParquetWriterEncodings(t *testing.T) {
 // with a 16-byte dictionary limit they fall back to plain and arrow-go
 // computes them.
 func TestParquetWriterStatistics(t *testing.T) {
+	t.Parallel()
 	recs, _ := roundTripRows(t, 0, 3000, 1000)
 	db := duckMemory(t)
 	for _, o := range []writerOptions{defaultWriterOptions(), {workers: 2, dictionaryPageLimit: 16}} {
@@ -261,6 +264,7 @@ func TestParquetWriterStatistics(t *testing.T) {
 // is in the file — between writes the memory held does not grow — and at
 // Close nothing is left, also when dictionaries fall back to plain.
 func TestParquetWriterReleasesWriterMemory(t *testing.T) {
+	t.Parallel()
 	recs, want := roundTripRows(t, 0, 5000, 1024)
 	for _, o := range []writerOptions{{workers: 2}, {workers: 2, pageSize: 64, dictionaryPageLimit: 16}} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -298,6 +302,7 @@ func TestParquetWriterReleasesWriterMemory(t *testing.T) {
 // TestParquetWriterEdgeBatches: a file with no rows, a batch whose
 // dictionary column is entirely null, and a one-row batch all read back.
 func TestParquetWriterEdgeBatches(t *testing.T) {
+	t.Parallel()
 	db := duckMemory(t)
 	empty := filepath.Join(t.TempDir(), "empty.parquet")
 	writeRoundTrip(t, empty, defaultWriterOptions(), nil)
@@ -336,6 +341,7 @@ func TestParquetWriterEdgeBatches(t *testing.T) {
 // file's schema (a column of another type) fails the write with an error
 // naming the column — from any column worker, never a crash.
 func TestParquetWriterWrongBatchIsAnError(t *testing.T) {
+	t.Parallel()
 	recs, _ := roundTripRows(t, 0, 10, 10)
 	good := recs[0]
 	ints := array.NewInt64Builder(memory.NewGoAllocator())
@@ -367,6 +373,7 @@ func TestParquetWriterWrongBatchIsAnError(t *testing.T) {
 // TestParquetWriterSplitsLargeBatches: a batch above DefaultRowGroupRows
 // becomes several row groups, and every row reads back once, as written.
 func TestParquetWriterSplitsLargeBatches(t *testing.T) {
+	t.Parallel()
 	n := DefaultRowGroupRows + 5
 	recs, lines := roundTripRows(t, 0, n, n)
 	path := filepath.Join(t.TempDir(), "big.parquet")
@@ -394,6 +401,7 @@ func TestParquetWriterSplitsLargeBatches(t *testing.T) {
 // comparisons to the map, and again for a second column with the same
 // scratch.
 func TestStringDictionary(t *testing.T) {
+	t.Parallel()
 	d := stringDictionary{mem: memory.NewGoAllocator()}
 	var scratch []int32
 	for _, distinct := range []int{3, linearDictionary, linearDictionary + 1, 40} {

@@ -16,6 +16,7 @@ import (
 // Reallocate keeps the contents and zeroes what it adds; small and huge
 // buffers are left to Go's allocator.
 func TestBufferPoolAllocations(t *testing.T) {
+	t.Parallel()
 	p := &bufferPool{}
 	aligned := func(b []byte) bool { return uintptr(unsafe.Pointer(unsafe.SliceData(b)))%64 == 0 }
 	for _, size := range []int{1024, 1025, 3000, 4096, 70_000, 1 << 20} {
@@ -87,6 +88,7 @@ func (p *poisonPool) Reallocate(size int, b []byte) []byte {
 // byte-identical to the one written with Go's allocator (nothing is read
 // from a buffer after it was freed).
 func TestParquetWriterPooledBuffers(t *testing.T) {
+	t.Parallel()
 	recs, want := roundTripRows(t, 0, 4096, 1024)
 	db := duckMemory(t)
 	for _, o := range []writerOptions{

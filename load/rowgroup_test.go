@@ -18,6 +18,7 @@ import (
 // returns. Every buffer of each batch is overwritten after its Write, and
 // the file is still byte-identical to one written from untouched batches.
 func TestParquetWriterDoesNotKeepTheBatch(t *testing.T) {
+	t.Parallel()
 	clean, _ := roundTripRows(t, 0, 4096, 1024)
 	scribbled, _ := roundTripRows(t, 0, 4096, 1024)
 	for _, workers := range []int{1, 2} {

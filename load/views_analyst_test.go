@@ -20,6 +20,7 @@ import (
 // tool call shared by two executions with one child in each execution and
 // one 'unknown' child.
 func TestSubagentNesting(t *testing.T) {
+	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
 	src := sourceDB(t, path)
 	np := strings.Split(one(t, src, `SELECT c.id || '|' || p.id || '|' || c.tool_call_id FROM task_session_subagents c
@@ -66,6 +67,7 @@ func TestSubagentNesting(t *testing.T) {
 
 // TestSubagentNestingNone: nothing nested gives a NULL depth, not 0.
 func TestSubagentNestingNone(t *testing.T) {
+	t.Parallel()
 	db := duck(t, sharedWarehouse(t))
 	equalSets(t, "nesting summary of up", rowsOf(t, db, `SELECT source, subagents, nested_subagents, spawning_subagents, coalesce(max_nesting_depth::VARCHAR, 'NULL')
 		FROM subagent_nesting_summary WHERE installation_id = 'up'`), []string{"backfill|29|1|1|1", "live|22|0|0|NULL"})
@@ -80,6 +82,7 @@ type settleGroup struct {
 // TestSubagentSettlement compares settlement with times computed here from
 // the source's timestamp text.
 func TestSubagentSettlement(t *testing.T) {
+	t.Parallel()
 	db := duck(t, sharedWarehouse(t))
 	for inst, file := range map[string]string{"up": "upgraded-backfill.db", "fresh": "fresh-activated.db"} {
 		src := sourceDB(t, fixture(t, file))
@@ -160,6 +163,7 @@ func quantile(sorted []float64, q float64) float64 {
 // TestFanoutByStep: on fresh-activated every turn is complete, so the exact
 // averages per step equal the plain per-turn counts on the source.
 func TestFanoutByStep(t *testing.T) {
+	t.Parallel()
 	db := duck(t, sharedWarehouse(t))
 	src := sourceDB(t, fixture(t, "fresh-activated.db"))
 	want := rowsOf(t, src, `SELECT coalesce(step, 'NULL'), count(DISTINCT task_id), count(*), sum(n), printf('%.6f', avg(n)), max(n), sum(n >= 2)
@@ -191,6 +195,7 @@ func TestFanoutByStep(t *testing.T) {
 // only backfill rows (they are the history before capture_since), but the
 // two live turns whose messages show a subagent without a row.
 func TestFanoutDistributionBySource(t *testing.T) {
+	t.Parallel()
 	db := duck(t, sharedWarehouse(t))
 	equalSets(t, "distribution",
 		rowsOf(t, db, `SELECT installation_id, fanout_completeness, subagents_observed, turns, turns_live_only, turns_backfill_only, turns_mixed, subagents_live, subagents_backfill
@@ -215,6 +220,7 @@ func TestFanoutDistributionBySource(t *testing.T) {
 
 // TestHistoryViews: two committed runs of up and one of fresh.
 func TestHistoryViews(t *testing.T) {
+	t.Parallel()
 	wh := sharedWarehouse(t)
 	db := duck(t, wh)
 	r0, r1 := shared.runs[0], shared.runs[1]

@@ -106,6 +106,7 @@ func latestManifest(t *testing.T, wh, inst string) models.Manifest {
 // id climbs out of it, is quarantined; a retention run deletes nothing
 // outside the warehouse and nothing the planted manifest names.
 func TestPlantedManifestsNeverDirectDeletes(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wh := filepath.Join(root, "wh")
 	victim := filepath.Join(root, "victim", "important", "part-0.parquet")
@@ -171,6 +172,7 @@ func TestPlantedManifestsNeverDirectDeletes(t *testing.T) {
 // A warehouse whose path holds glob metacharacters never touches the
 // sibling warehouse the pattern would match.
 func TestGlobMetacharactersInTheWarehousePath(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	sibling := filepath.Join(root, "wh1")
 	safetyRun(t, sibling, 0, "lab")
@@ -201,6 +203,7 @@ func TestGlobMetacharactersInTheWarehousePath(t *testing.T) {
 
 // A lock file that is a symbolic link is refused; its target is untouched.
 func TestLockSymlinkIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wh := filepath.Join(root, "wh")
 	target := filepath.Join(root, "precious.txt")
@@ -222,6 +225,7 @@ func TestLockSymlinkIsNotFollowed(t *testing.T) {
 // Symbolic links planted for a table directory or a partition are never
 // followed by recovery or retention.
 func TestPlantedSymlinksInsideTheWarehouse(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wh := filepath.Join(root, "wh")
 	safetyRun(t, wh, 1, "lab")
@@ -249,6 +253,7 @@ func TestPlantedSymlinksInsideTheWarehouse(t *testing.T) {
 // A manifest whose clock ran ahead does not pin the current views: the
 // commit sequence decides what is latest, and retention follows it.
 func TestClockAheadDoesNotPinTheCurrentRun(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	ahead := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 	_, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Now: func() time.Time { return ahead },
@@ -273,6 +278,7 @@ func TestClockAheadDoesNotPinTheCurrentRun(t *testing.T) {
 // current, other installations are unaffected, runs says why, and the
 // files are kept for the operator.
 func TestTamperedFilesAreNotServed(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	first := safetyRun(t, wh, 0, "a", "b")
 	second := safetyRun(t, wh, 0, "a", "b")
@@ -316,6 +322,7 @@ func TestTamperedFilesAreNotServed(t *testing.T) {
 // A manifest of an unknown version is refused: not served, not moved, its
 // files kept.
 func TestUnknownManifestVersionIsRefused(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	first := safetyRun(t, wh, 1, "lab")
 	path := filepath.Join(wh, "_runs", "lab", first.RunID+".json")
@@ -347,6 +354,7 @@ func TestUnknownManifestVersionIsRefused(t *testing.T) {
 // An analyst's write-ahead log beside warehouse.duckdb never survives a
 // rebuild (DuckDB would replay it onto the new file).
 func TestStaleWALDoesNotSurviveARebuild(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	safetyRun(t, wh, 0, "lab")
 	// An analyst's session that changed the database and never
@@ -389,6 +397,7 @@ func TestStaleWALDoesNotSurviveARebuild(t *testing.T) {
 // A planted WAL that is a directory cannot be removed: the run says so
 // (exit 1 from the CLI) rather than serve a database DuckDB cannot open.
 func TestUnremovableWALFailsTheRun(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	safetyRun(t, wh, 0, "lab")
 	os.MkdirAll(filepath.Join(wh, load.DatabaseFile+".wal", "x"), 0o755)
@@ -402,6 +411,7 @@ func TestUnremovableWALFailsTheRun(t *testing.T) {
 // Leftovers of crashed writes are cleaned: stale manifest temporaries,
 // half-built databases.
 func TestStaleTemporariesAreCleaned(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	first := safetyRun(t, wh, 0, "lab")
 	tmp := filepath.Join(wh, "_runs", "lab", first.RunID+".json.tmp")
@@ -420,6 +430,7 @@ func TestStaleTemporariesAreCleaned(t *testing.T) {
 // The database holds its data itself: a moved warehouse works, and files
 // pruned after the rebuild are never needed by it.
 func TestMovedWarehouseWorks(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wh := filepath.Join(root, "wh")
 	safetyRun(t, wh, 1, "lab")
@@ -441,6 +452,7 @@ func TestMovedWarehouseWorks(t *testing.T) {
 // still served, marked as not checksum-verified, and the next run's
 // sequence follows it.
 func TestVersion1ManifestsAreServed(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	first := safetyRun(t, wh, 0, "lab")
 	m := latestManifest(t, wh, "lab")
@@ -461,6 +473,7 @@ func TestVersion1ManifestsAreServed(t *testing.T) {
 // views are carried into the new file; what cannot be carried (a macro)
 // stays in a copy of the old file under _preserved/, and the run says so.
 func TestAnalystObjectsAreNeverDestroyedSilently(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	safetyRun(t, wh, 0, "lab")
 	db, err := sql.Open("duckdb", filepath.Join(wh, load.DatabaseFile))
@@ -517,6 +530,7 @@ func TestAnalystObjectsAreNeverDestroyedSilently(t *testing.T) {
 }
 
 func TestSingleCreate(t *testing.T) {
+	t.Parallel()
 	for q, want := range map[string]bool{
 		`CREATE VIEW v AS SELECT 1;`:                                 true,
 		`CREATE VIEW v AS SELECT 'a;b' AS s;`:                        true,
@@ -540,6 +554,7 @@ func TestSingleCreate(t *testing.T) {
 // that globs it gets each row once, whatever the retention, and an
 // installation whose runs all fail verification leaves it.
 func TestCurrentLayout(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	safetyRun(t, wh, 0, "a", "b")
 	second := safetyRun(t, wh, 0, "a", "b")
@@ -592,6 +607,7 @@ func mustManifests(t *testing.T, wh, inst string) []models.Manifest {
 // last turn, each turn once per grain; no column is HUGEINT (BI drivers
 // cannot read it).
 func TestPeriodViews(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	safetyRun(t, wh, 0, "lab")
 	src := testkit.SourceDB(t, testkit.Fixture(t, "fresh-activated.db"))
@@ -628,6 +644,7 @@ func TestPeriodViews(t *testing.T) {
 // Installation names hold on every platform: no trailing dot, no Windows
 // device name, and no new name that differs from a known one only in case.
 func TestInstallationNamesHoldEverywhere(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"foo.", "CON", "nul.db", "Com1", "lpt9", "a/b", ".x", ""} {
 		if load.ValidName(bad) == nil {
 			t.Errorf("ValidName(%q) accepted", bad)

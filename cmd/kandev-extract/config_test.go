@@ -78,6 +78,7 @@ source_env = "KX_TEAM_DSN"
 }
 
 func TestRetentionKeepsTheLastRuns(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/legacy-second-precision.db")
 	for i := 0; i < 4; i++ {
@@ -105,6 +106,7 @@ func TestRetentionKeepsTheLastRuns(t *testing.T) {
 }
 
 func TestConfigErrorsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "retention = -1\n")
 	_, errOut, code := cli(t, "run", "--config", cfg)
 	if code != 2 || !strings.Contains(errOut, "retention") || !strings.Contains(errOut, cfg) {

@@ -24,6 +24,7 @@ func genStore(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestGenStoreDemoMatchesBundledStore(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "demo.db")
 	out, errOut, code := genStore(t, "--out", path, "--demo")
 	if code != 0 {
@@ -55,6 +56,7 @@ func TestGenStoreDemoMatchesBundledStore(t *testing.T) {
 }
 
 func TestGenStoreScaled(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "small.db")
 	out, errOut, code := genStore(t, "--out", path, "--scale", "0.0005")
 	if code != 0 {
@@ -69,6 +71,7 @@ func TestGenStoreScaled(t *testing.T) {
 }
 
 func TestGenStoreUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{},

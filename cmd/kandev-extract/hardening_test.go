@@ -87,6 +87,7 @@ func filesUnder(t *testing.T, dir string) []string {
 }
 
 func TestQueryCannotReachFilesOrUnlockItself(t *testing.T) {
+	t.Parallel()
 	files := t.TempDir()
 	secret := filepath.Join(files, "secret.csv")
 	if err := os.WriteFile(secret, []byte("k,v\ntoken,TOPSECRET-42\n"), 0o600); err != nil {
@@ -211,6 +212,7 @@ func TestQueryCannotReachFilesOrUnlockItself(t *testing.T) {
 }
 
 func TestStatusFailsOnABrokenWarehouse(t *testing.T) {
+	t.Parallel()
 	valid := func(t *testing.T, wh string) string { return makeWarehouse(t, wh) }
 	for _, c := range []struct {
 		name   string
@@ -372,6 +374,7 @@ func readPTY(t *testing.T, master *os.File) string {
 }
 
 func TestRunSummaryAndHealthEscapeStoreText(t *testing.T) {
+	t.Parallel()
 	src := testkit.CopyFixture(t, "fresh-activated.db")
 	sqlHostile := `char(27) || ']0;pwned' || char(7) || char(27) || '[2J'`
 	testkit.SQLiteExec(t, src,
@@ -408,6 +411,7 @@ func TestRunSummaryAndHealthEscapeStoreText(t *testing.T) {
 }
 
 func TestTermSafe(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain text, é, 日本, 🙂, a\\b": "plain text, é, 日本, 🙂, a\\b",
 		hostile:                      hostileEscaped,
@@ -445,6 +449,7 @@ func TestTermSafe(t *testing.T) {
 type namedText string
 
 func TestLogsEscapeStoreText(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"json", "text"} {
 		var b bytes.Buffer
 		g := &globals{logFormat: format, stderr: &b}
@@ -464,6 +469,7 @@ func TestLogsEscapeStoreText(t *testing.T) {
 // discarded, the failure recorded, warehouse.duckdb rebuilt) before the
 // process exits, as for a run started by a tick.
 func TestScheduleRunNowIsWaitedForOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "big.db")
 	if _, err := storegen.Generate(context.Background(), src, storegen.LargeOptions(0.005)); err != nil {

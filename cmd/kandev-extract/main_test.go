@@ -33,6 +33,7 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	out, _, code := cli(t, "version")
 	if code != 0 || !strings.HasPrefix(out, "kandev-extract ") || !strings.Contains(out, "warehouse schema 1") {
 		t.Errorf("version: code %d, %q", code, out)
@@ -40,6 +41,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestHelpTeaches(t *testing.T) {
+	t.Parallel()
 	out, _, code := cli(t, "run", "--help")
 	for _, want := range []string{"--source", "--warehouse", "--installation", "~/.kandev/data/kandev.db", "Exit status", "Example"} {
 		if !strings.Contains(out, want) && !strings.Contains(out, strings.ToLower(want)) {
@@ -52,6 +54,7 @@ func TestHelpTeaches(t *testing.T) {
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Parallel()
 	_, errOut, code := cli(t, "run", "--no-such-flag")
 	if code != 2 || !strings.Contains(errOut, "--help") {
 		t.Errorf("bad flag: code %d, stderr %q", code, errOut)
@@ -63,6 +66,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 func TestRunAndQuery(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/upgraded-backfill.db")
 	out, errOut, code := cli(t, "run", "--source", src, "--warehouse", wh, "--installation", "team-a", "--log-format", "text")
@@ -102,6 +106,7 @@ func TestRunAndQuery(t *testing.T) {
 }
 
 func TestRunFailureExitsOne(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	_, errOut, code := cli(t, "run", "--source", filepath.Join(t.TempDir(), "missing.db"), "--warehouse", wh, "--installation", "x")
 	if code != 1 || !strings.Contains(errOut, "missing.db") {

@@ -86,6 +86,7 @@ func treeState(t *testing.T, dir string) string {
 }
 
 func TestLogFormatJSONKeepsStdoutEmptyAndQuietIsQuiet(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/upgraded-backfill.db")
 	// JSON logs: stdout empty, every stderr line a JSON object, and the
@@ -156,6 +157,7 @@ func toJSON(v any) string {
 // manifest, no row in runs. For a known installation the failed attempt is
 // recorded, and status says so.
 func TestWrongSourceLeavesNoEmptyInstallation(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wh := filepath.Join(root, "wh")
 	missing := filepath.Join(root, "nonexistent.db")
@@ -242,6 +244,7 @@ func TestWrongSourceLeavesNoEmptyInstallation(t *testing.T) {
 }
 
 func TestStatusJSONExitStatusesAndRunInProgress(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/fresh-activated.db")
 	if _, errOut, code := cli(t, "run", "-s", src, "-w", wh, "-i", "prod"); code != 0 {
@@ -356,6 +359,7 @@ func TestStatusJSONExitStatusesAndRunInProgress(t *testing.T) {
 }
 
 func TestCheckSaysWhatARunWouldDoAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wh := filepath.Join(root, "wh")
 	tmp := t.TempDir()
@@ -463,6 +467,7 @@ func TestCheckSaysWhatARunWouldDoAndWritesNothing(t *testing.T) {
 // The bundled demo store: run works from any directory; check reads it
 // without writing it to the cache.
 func TestBundledDemoFromAnyDirectory(t *testing.T) {
+	t.Parallel()
 	home, dir, tmp := t.TempDir(), t.TempDir(), t.TempDir()
 	env := []string{"HOME=" + home, "XDG_CACHE_HOME=" + filepath.Join(home, "cache"), "LocalAppData=" + filepath.Join(home, "cache"),
 		envSource + "=", envWarehouse + "=", "KANDEV_EXTRACT_CONFIG=", "TMPDIR=" + tmp}
@@ -501,6 +506,7 @@ func TestBundledDemoFromAnyDirectory(t *testing.T) {
 }
 
 func TestVersionFlagAndCommand(t *testing.T) {
+	t.Parallel()
 	out, _, code := runProc(t, nil, "", nil, "--version")
 	want := "kandev-extract " + pipeline.ExtractorVersion() + " (warehouse schema " + strconv.Itoa(models.SchemaVersion) + ")\n"
 	if code != 0 || out != want {
@@ -515,6 +521,7 @@ func TestVersionFlagAndCommand(t *testing.T) {
 }
 
 func TestArgumentErrorsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	wh := t.TempDir()
 	for _, args := range [][]string{{"frobnicate"}, {"run", "extra"}, {"status", "-w", wh, "x"}, {"query", "-w", wh, "SELECT 1", "SELECT 2"}} {
 		if _, errOut, code := cli(t, args...); code != 2 || !strings.Contains(errOut, "kandev-extract") {
@@ -620,6 +627,7 @@ func TestQueryColumnOrderTimestampsAndInputs(t *testing.T) {
 }
 
 func TestProgressRender(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 8, 3, 12, 0, 0, 0, time.UTC)
 	totals := map[string]map[string]int64{"prod": {}}
 	for i, st := range sourceTables {
@@ -810,6 +818,7 @@ func TestProgressOnATerminalOnly(t *testing.T) {
 // PostgreSQL: check reads the planner's estimates (nothing is scanned):
 // unknown until the tables are analyzed, then the rows.
 func TestCheckPostgresEstimates(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Shared(t)
 	db := pgtest.NewDatabase(t, c, repoFile(t, "testdata/kandev/upgraded-backfill.pg.sql"))
 	dsn := c.DSN(db)

@@ -74,8 +74,19 @@ func readerLoop(path, stopFile string) int {
 func proc(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), "KX_TEST_ROLE=cli", "CI="+os.Getenv("CI")), env...)
+	cmd.Env = append(append(os.Environ(), "KX_TEST_ROLE=cli", "CI="+os.Getenv("CI"), childRace()), env...)
 	return cmd
+}
+
+// childRace is the GORACE setting for a re-executed test binary. Under
+// -race a process sleeps atexit_sleep_ms (1 s by default) before it exits,
+// so that goroutines still running can report a race; the CLI's goroutines
+// have all finished by then (a race they hit is reported as it happens and
+// makes the exit status 66), and these tests start about a hundred
+// processes. The caller's own GORACE options come after, so an explicit
+// atexit_sleep_ms still wins.
+func childRace() string {
+	return strings.TrimSpace("GORACE=atexit_sleep_ms=0 " + os.Getenv("GORACE"))
 }
 
 func exitStatus(err error) (code int, signaled bool) {
@@ -146,6 +157,7 @@ func assertClean(t *testing.T, wh string) {
 }
 
 func TestCrashAtEveryPublishStepLeavesThePreviousRun(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	first := repoFile(t, "testdata/kandev/fresh-activated.db")
 	second := repoFile(t, "testdata/kandev/upgraded-backfill.db")
@@ -190,9 +202,11 @@ func TestCrashAtEveryPublishStepLeavesThePreviousRun(t *testing.T) {
 // retention) leaves a whole, readable database serving the new run; the
 // next run finishes the pruning and cleans up.
 func TestCrashAfterTheDatabaseIsInPlace(t *testing.T) {
+	t.Parallel()
 	src := repoFile(t, "testdata/kandev/fresh-activated.db")
 	for _, step := range []string{"database in place", "pruning"} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			wh := filepath.Join(t.TempDir(), "wh")
 			if out, err := proc(t, nil, "run", "-s", src, "-w", wh, "-i", "prod").CombinedOutput(); err != nil {
 				t.Fatalf("first run: %v\n%s", err, out)
@@ -228,6 +242,7 @@ func TestCrashAfterTheDatabaseIsInPlace(t *testing.T) {
 }
 
 func TestRealSIGKILLMidRun(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/fresh-activated.db")
 	if out, err := proc(t, nil, "run", "-s", src, "-w", wh, "-i", "prod").CombinedOutput(); err != nil {
@@ -266,6 +281,7 @@ func TestRealSIGKILLMidRun(t *testing.T) {
 }
 
 func TestReaderHoldsDatabaseOpenDuringRuns(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/fresh-activated.db")
 	if _, _, code := cli(t, "run", "-s", src, "-w", wh, "-i", "prod"); code != 0 {
@@ -273,7 +289,7 @@ func TestReaderHoldsDatabaseOpenDuringRuns(t *testing.T) {
 	}
 	stop := filepath.Join(t.TempDir(), "stop")
 	reader := exec.Command(os.Args[0], filepath.Join(wh, load.DatabaseFile))
-	reader.Env = append(os.Environ(), "KX_TEST_ROLE=reader", "KX_READER_STOP="+stop)
+	reader.Env = append(os.Environ(), "KX_TEST_ROLE=reader", "KX_READER_STOP="+stop, childRace())
 	var out strings.Builder
 	reader.Stdout = &out
 	if err := reader.Start(); err != nil {
@@ -299,6 +315,7 @@ func TestReaderHoldsDatabaseOpenDuringRuns(t *testing.T) {
 }
 
 func TestOnlyOneRunWritesAtATime(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/fresh-activated.db")
 	held, err := load.OpenWarehouse(wh)
@@ -346,6 +363,7 @@ func TestOnlyOneRunWritesAtATime(t *testing.T) {
 }
 
 func TestScheduleFiresHonoursTheLockAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	src := repoFile(t, "testdata/kandev/legacy-second-precision.db")
 	cmd := proc(t, nil, "schedule", "-s", src, "-w", wh, "-i", "legacy", "--schedule", "@every 1s", "--wait", "0s")

@@ -15,6 +15,7 @@ import (
 // permissions do not bind root, so the run is made as the unprivileged
 // user nobody.
 func TestUnwritableStoreAndDirectory(t *testing.T) {
+	t.Parallel()
 	base, err := os.MkdirTemp("", "kx-ro-")
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +35,7 @@ func TestUnwritableStoreAndDirectory(t *testing.T) {
 
 	bin := os.Args[0]
 	cmd := exec.Command(bin, "run", "-s", store, "-w", wh, "-i", "ro")
-	cmd.Env = append(os.Environ(), "KX_TEST_ROLE=cli", "HOME="+home)
+	cmd.Env = append(os.Environ(), "KX_TEST_ROLE=cli", "HOME="+home, childRace())
 	if os.Geteuid() == 0 {
 		// nobody must be able to execute the test binary and write the warehouse.
 		bin = filepath.Join(base, "kx")

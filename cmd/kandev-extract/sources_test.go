@@ -14,6 +14,7 @@ import (
 // password on the command line works but is warned about, and appears in
 // no output.
 func TestInlinePasswordWarns(t *testing.T) {
+	t.Parallel()
 	wh := filepath.Join(t.TempDir(), "wh")
 	out, errOut, code := cli(t, "run", "-s", "postgress://u:Hunter2xyz@db/kandev", "-w", wh)
 	if code != 2 || strings.Contains(out+errOut, "Hunter2xyz") || !strings.Contains(errOut, "postgres://") {
@@ -39,6 +40,7 @@ func TestInlinePasswordWarns(t *testing.T) {
 // A second store under a bound name is refused with exit 2; --rebind
 // accepts it.
 func TestSourceChangeExitsTwo(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wh := filepath.Join(root, "wh")
 	a := filepath.Join(root, "a", "kandev.db")
@@ -64,6 +66,7 @@ func TestSourceChangeExitsTwo(t *testing.T) {
 // per line) and exits with the most urgent status: 9 when a key changed
 // since the last run, 8 when the newest row is older than the threshold.
 func TestHealthEveryInstallation(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wh := filepath.Join(root, "wh")
 	lab := testkit.CopyFixture(t, "fresh-activated.db")
