@@ -82,7 +82,7 @@ func (p Pending) Messages() []string {
 	if p.Database != "" {
 		out = append(out, p.Reason+": the run's data is committed, and the rebuilt database waits at "+
 			p.Database+"; it replaces warehouse.duckdb as soon as nothing holds that file open, at the next 'kandev-extract run', 'status', 'query' or 'report'. "+
-			"Until then warehouse.duckdb shows the previous runs ('kandev-extract query' already reads the new database)")
+			"Until then warehouse.duckdb shows the previous runs ('kandev-extract status', 'query' and 'report' already read the new database)")
 	}
 	for _, c := range p.Current {
 		at := c.AtRun
