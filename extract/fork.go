@@ -234,7 +234,7 @@ func (p *pgSnapshot) fork(ctx context.Context) (models.Snapshot, string, error) 
 		return fail(err)
 	}
 	var set string
-	if err := tx.QueryRow(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true)`,
+	if err := tx.QueryRow(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true) || `+raiseWorkMem,
 		strconv.FormatInt(idleInTransactionTimeout(p.src.guard.timeout).Milliseconds(), 10)).Scan(&set); err != nil {
 		tx.Rollback(ctx)
 		return fail(err)
