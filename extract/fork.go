@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"time"
 	"unsafe"
 
@@ -233,9 +232,7 @@ func (p *pgSnapshot) fork(ctx context.Context) (models.Snapshot, string, error) 
 		tx.Rollback(ctx)
 		return fail(err)
 	}
-	var set string
-	if err := tx.QueryRow(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true) || `+raiseWorkMem,
-		strconv.FormatInt(idleInTransactionTimeout(p.src.guard.timeout).Milliseconds(), 10)).Scan(&set); err != nil {
+	if err := configureTx(ctx, tx, idleInTransactionTimeout(p.src.guard.timeout)); err != nil {
 		tx.Rollback(ctx)
 		return fail(err)
 	}

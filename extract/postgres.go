@@ -277,13 +277,20 @@ func (s *PostgresSource) Begin(ctx context.Context) (models.Snapshot, error) {
 	return snap, nil
 }
 
-// raiseWorkMem, appended to the transaction's first statement, raises
-// work_mem to 64 MB for this transaction only (never lowers a higher
-// setting): with the default 4 MB the fact scan's duplicate-key aggregate
-// over 1 M rows spilled 124 MB to temporary files (45 batches). Two
-// connections of one run use at most that per sort or hash on the server.
-const raiseWorkMem = `CASE WHEN pg_size_bytes(current_setting('work_mem')) < 64 * 1024 * 1024
-	THEN set_config('work_mem', '64MB', true) ELSE '' END`
+// configureTx sets a snapshot transaction's own settings in its first
+// statement: how long it may sit idle on the server (a client that died or
+// froze between two queries must not hold the snapshot, and the vacuum
+// horizon, for ever), and work_mem raised to 64 MB for this transaction
+// only, never lowered (with the default 4 MB the fact scan's duplicate-key
+// aggregate over 1 M rows spilled 124 MB to temporary files; a run's two
+// connections use at most that per sort or hash on the server).
+func configureTx(ctx context.Context, tx pgx.Tx, idle time.Duration) error {
+	var idleSet, workMem string
+	return tx.QueryRow(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
+		CASE WHEN pg_size_bytes(current_setting('work_mem')) < 64 * 1024 * 1024
+			THEN set_config('work_mem', '64MB', true) ELSE current_setting('work_mem') END`,
+		strconv.FormatInt(idle.Milliseconds(), 10)).Scan(&idleSet, &workMem)
+}
 
 // begin starts the snapshot's transaction and, with export, exports the
 // snapshot for a fork (pg_export_snapshot: not in a subtransaction, so it
@@ -295,14 +302,10 @@ func (s *PostgresSource) begin(ctx context.Context, export bool) (*pgSnapshot, e
 		return nil, s.wrap("begin snapshot", "", err)
 	}
 	at := time.Now().UTC()
-	// The snapshot is taken at the first statement. It also bounds, on
-	// the server, how long this transaction may sit idle (a client that
-	// died or froze between two queries must not hold the snapshot, and
-	// the vacuum horizon, for ever). A run is never idle that long: rows
-	// are streamed, and the stall watchdog guards the other direction.
-	var set string
-	if err := tx.QueryRow(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true) || `+raiseWorkMem,
-		strconv.FormatInt(idleInTransactionTimeout(s.guard.timeout).Milliseconds(), 10)).Scan(&set); err != nil {
+	// The snapshot is taken at the first statement, configureTx's. A run
+	// is never idle as long as its idle bound: rows are streamed, and the
+	// stall watchdog guards the other direction.
+	if err := configureTx(ctx, tx, idleInTransactionTimeout(s.guard.timeout)); err != nil {
 		tx.Rollback(ctx)
 		return nil, s.wrap("begin snapshot", "", err)
 	}

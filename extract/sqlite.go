@@ -357,35 +357,17 @@ func (s *sqliteSnapshot) Query(ctx context.Context, query string, args []any, fn
 	return s.stream(ctx, "query", query, args, fn)
 }
 
+// stream runs q and hands each row to fn, BLOBs as strings (rawStream
+// keeps the driver's types).
 func (s *sqliteSnapshot) stream(ctx context.Context, what, q string, args []any, fn func(row []any) error) error {
-	rows, err := s.tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return s.src.wrap("read "+what, err)
-	}
-	defer rows.Close()
-	n := len(mustColumns(rows))
-	vals := make([]any, n)
-	ptrs := make([]any, n)
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return s.src.wrap("read "+what, err)
-		}
+	return s.rawStream(ctx, what, q, func(vals []any) error {
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
 				vals[i] = string(b)
 			}
 		}
-		if err := fn(vals); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return s.src.wrap("read "+what, err)
-	}
-	return nil
+		return fn(vals)
+	}, args...)
 }
 
 // SQLite primary result codes the extractor explains (sqlite3.h).
