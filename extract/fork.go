@@ -136,6 +136,7 @@ func (s *sqliteSnapshot) fork(ctx context.Context) (models.Snapshot, string, err
 			return fail("second connection", errors.New("not on the same snapshot"))
 		}
 	}
+	f.attachLite(ctx)
 	return f, "", nil
 }
 

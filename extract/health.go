@@ -94,6 +94,11 @@ const maxMessageMetadata = "1048576"
 // instantLayout is a fixed-width UTC form: lexical order is time order.
 const instantLayout = "2006-01-02T15:04:05.000000000Z"
 
+// driverFunction names the Go function registered with the driver below:
+// a query calling it runs on the snapshot's database/sql connection, never
+// on its liteConn (sqlitelite.go), which knows no Go functions.
+const driverFunction = "kx_instant("
+
 func init() {
 	// kx_instant(text) renders a stored Kandev timestamp in instantLayout,
 	// or NULL when it does not parse, so SQLite compares instants exactly

@@ -205,6 +205,20 @@ func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 // (stream turns BLOBs into strings; SQL compares a BLOB and a TEXT as
 // different values, and so does the message pass).
 func (s *sqliteSnapshot) rawStream(ctx context.Context, what, q string, fn func(row []any) error, args ...any) error {
+	if s.lite != nil && !strings.Contains(q, driverFunction) {
+		var fnErr error
+		err := s.lite.query(ctx, q, args, func(row []any) error {
+			fnErr = fn(row)
+			return fnErr
+		})
+		if err != nil && err == fnErr {
+			return err
+		}
+		if err != nil {
+			return s.src.wrap("read "+what, err)
+		}
+		return nil
+	}
 	rows, err := s.tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return s.src.wrap("read "+what, err)

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"modernc.org/sqlite" // also registers the "sqlite" driver
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/kandev/kandev-extract/models"
 )
@@ -163,7 +163,9 @@ func (s *SQLiteSource) Begin(ctx context.Context) (models.Snapshot, error) {
 		conn.Close()
 		return nil, s.wrap("read schema", err)
 	}
-	return &sqliteSnapshot{src: s, conn: conn, tx: tx, at: at}, nil
+	snap := &sqliteSnapshot{src: s, conn: conn, tx: tx, at: at}
+	snap.attachLite(ctx)
+	return snap, nil
 }
 
 type sqliteSnapshot struct {
@@ -172,11 +174,22 @@ type sqliteSnapshot struct {
 	tx   *sql.Tx
 	at   time.Time
 	db   *sql.DB // a fork's own database handle (closed with it)
+	// lite reads the bulk of the snapshot (scans, the message pass) on
+	// the same snapshot, without database/sql (sqlitelite.go); nil when it
+	// could not be pinned (liteWhy says why) or for queries that call the
+	// Go functions registered with the driver (kx_instant).
+	lite    *liteConn
+	liteWhy string
+	// lookupSets are the ids read for lookups decided in Go (lookups.go).
+	lookupSets map[string]lookupSet
 }
 
 func (s *sqliteSnapshot) At() time.Time { return s.at }
 func (s *sqliteSnapshot) Close() error {
 	var err error
+	if s.lite != nil {
+		s.lite.Close() // its read transaction ends with it
+	}
 	if s.tx != nil {
 		err = s.tx.Rollback()
 	}
@@ -318,6 +331,10 @@ func (s *sqliteSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn fun
 	if err != nil {
 		return err
 	}
+	spec, fn, err = s.lookupsInGo(ctx, spec, fn)
+	if err != nil {
+		return err
+	}
 	q, plan, err := sqliteScanSQL(s.src.Path, spec, cols)
 	if err != nil {
 		return err
@@ -388,7 +405,7 @@ func (s *SQLiteSource) wrap(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("store %s: %s: %w", s.Path, op, err)
 	}
-	var se *sqlite.Error
+	var se sqliteCoded
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqliteBusy, sqliteLocked:

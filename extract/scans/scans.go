@@ -11,6 +11,7 @@ package scans
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kandev/kandev-extract/models"
 )
@@ -98,6 +99,40 @@ var sessionMissing = `CASE WHEN NOT (` + keyFits("t.task_session_id") + `) THEN 
 // key too long to compare names none).
 var turnAttribution = `CASE WHEN t.turn_id IS NULL OR t.turn_id = '' THEN 0 WHEN NOT (` + keyFits("t.turn_id") +
 	`) THEN 2 WHEN EXISTS (SELECT 1 FROM task_session_turns tt WHERE tt.id = t.turn_id) THEN 1 ELSE 2 END`
+
+// LookupInGo is the value a lookup column (session_missing,
+// turn_attribution) takes, in the variants below, where the reader decides
+// it from the ids it read beforehand instead of probing an index per row.
+const LookupInGo = -1
+
+// inGo is the condition under which those variants leave a lookup to the
+// reader: a TEXT key of at most models.MaxLabelBytes, which the scan reads
+// whole (the reader's id set holds every TEXT id up to that length).
+func inGo(col string) string {
+	return fmt.Sprintf("typeof(%[1]s) = 'text' AND octet_length(%[1]s) <= %[2]d", col, models.MaxLabelBytes)
+}
+
+// LookupsInGo returns spec with the named lookup columns rendered so that
+// SQLite probes the index only for the keys the reader cannot decide (not
+// TEXT, or longer than the scan reads): for the others the column is
+// LookupInGo. The reader must then replace every LookupInGo (extract's
+// SQLite reader does, when the key columns compare as plain bytes).
+func LookupsInGo(spec models.TableSpec, names ...string) models.TableSpec {
+	out := spec
+	out.Columns = append([]models.ColumnSpec(nil), spec.Columns...)
+	for i, c := range out.Columns {
+		if !slices.Contains(names, c.Name) {
+			continue
+		}
+		switch {
+		case c.Name == "session_missing" && c.Expr == sessionMissing:
+			out.Columns[i].Expr = fmt.Sprintf("CASE WHEN %s THEN %d ELSE %s END", inGo("t.task_session_id"), LookupInGo, sessionMissing)
+		case c.Name == "turn_attribution" && c.Expr == turnAttribution:
+			out.Columns[i].Expr = fmt.Sprintf("CASE WHEN t.turn_id IS NULL OR t.turn_id = '' THEN 0 WHEN %s THEN %d ELSE %s END", inGo("t.turn_id"), LookupInGo, turnAttribution)
+		}
+	}
+	return out
+}
 
 // duplicateJoin counts, for the scanned table (alias t), the rows sharing
 // an id, when more than one does (a primary key that was not enforced).

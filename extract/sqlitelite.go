@@ -1,0 +1,494 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"sync"
+	"time"
+	"unsafe"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// liteConn is a read-only connection of modernc.org/sqlite's SQLite used
+// directly, not through database/sql. Why: the driver opens every
+// connection SQLITE_OPEN_FULLMUTEX, so each of the several API calls per
+// column of every row takes and releases the connection's mutex (15–20 %
+// of a large run's CPU went to its emulated pthread mutex), and
+// database/sql adds its own locking and conversions per row. A snapshot,
+// and each fork, is used by one reader at a time, so the connection is
+// opened SQLITE_OPEN_NOMUTEX; SQLite's own core mutexes (shared memory,
+// the page cache) stay on.
+//
+// Values come back as the driver returned them: INTEGER int64, REAL
+// float64, TEXT string, BLOB []byte, NULL nil — never time.Time (the
+// driver turns TIMESTAMP-declared columns into times; nothing here does).
+type liteConn struct {
+	tls *libc.TLS
+	db  uintptr
+
+	// mu orders an interrupt from a cancelled context against Close: the
+	// handle is never used after it is closed.
+	mu     sync.Mutex
+	closed bool
+}
+
+// liteError is an SQLite error: the result code and SQLite's message, in
+// the form the driver prints ("errstr: errmsg (code)").
+type liteError struct {
+	msg  string
+	code int
+}
+
+func (e *liteError) Error() string { return e.msg }
+
+// Code is the (extended) result code.
+func (e *liteError) Code() int { return e.code }
+
+// sqliteCoded is an error carrying an SQLite result code: the driver's
+// *sqlite.Error and liteError.
+type sqliteCoded interface {
+	error
+	Code() int
+}
+
+// liteURI is the URI filename of a read-only open of path.
+func liteURI(path string, immutable bool) string {
+	q := "mode=ro"
+	if immutable {
+		q += "&immutable=1"
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q
+}
+
+// openLite opens path read-only (mode=ro, and query_only on top), with
+// busy as its busy timeout.
+func openLite(path string, immutable bool, busy time.Duration) (*liteConn, error) {
+	tls := libc.NewTLS()
+	zName, err := libc.CString(liteURI(path, immutable))
+	if err != nil {
+		tls.Close()
+		return nil, err
+	}
+	defer libc.Xfree(tls, zName)
+	out := tls.Alloc(8)
+	*(*uintptr)(cPointer(out)) = 0
+	rc := sqlite3.Xsqlite3_open_v2(tls, zName, out, sqlite3.SQLITE_OPEN_READONLY|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
+	db := *(*uintptr)(cPointer(out))
+	tls.Free(8)
+	c := &liteConn{tls: tls, db: db}
+	if rc != sqlite3.SQLITE_OK {
+		err := c.err(rc)
+		if db != 0 {
+			sqlite3.Xsqlite3_close_v2(tls, db)
+		}
+		tls.Close()
+		return nil, err
+	}
+	sqlite3.Xsqlite3_extended_result_codes(tls, db, 1)
+	ms := busy.Milliseconds()
+	if ms > math.MaxInt32 {
+		ms = math.MaxInt32
+	}
+	if rc := sqlite3.Xsqlite3_busy_timeout(tls, db, int32(ms)); rc != sqlite3.SQLITE_OK {
+		err := c.err(rc)
+		c.Close()
+		return nil, err
+	}
+	if err := c.exec(context.Background(), "PRAGMA query_only = 1"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the connection (finalizing nothing: every statement is
+// finalized when its query ends).
+func (c *liteConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	rc := sqlite3.Xsqlite3_close_v2(c.tls, c.db)
+	c.tls.Close()
+	if rc != sqlite3.SQLITE_OK {
+		return fmt.Errorf("sqlite3_close_v2: result code %d", rc)
+	}
+	return nil
+}
+
+// err is the error of result code rc, as the driver words it.
+func (c *liteConn) err(rc int32) error {
+	str := libc.GoString(sqlite3.Xsqlite3_errstr(c.tls, rc))
+	busy := ""
+	if rc&0xff == sqlite3.SQLITE_BUSY {
+		busy = " (SQLITE_BUSY)"
+	}
+	if c.db == 0 {
+		return &liteError{msg: fmt.Sprintf("%s (%v)%s", str, rc, busy), code: int(rc)}
+	}
+	if msg := libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db)); msg != str {
+		return &liteError{msg: fmt.Sprintf("%s: %s (%v)%s", str, msg, rc, busy), code: int(rc)}
+	}
+	return &liteError{msg: fmt.Sprintf("%s (%v)%s", str, rc, busy), code: int(rc)}
+}
+
+// interruptOn interrupts the running statement when ctx is done; the
+// returned func stops that and must be called before the statement is
+// finalized.
+func (c *liteConn) interruptOn(ctx context.Context) func() {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	ran := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(ran)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return
+		}
+		// Not c.tls: that one is the reader's, and a TLS is not safe for
+		// concurrent use.
+		tls := libc.NewTLS()
+		sqlite3.Xsqlite3_interrupt(tls, c.db)
+		tls.Close()
+	})
+	return func() {
+		if !stop() {
+			<-ran // the interrupt ran or is running: let it finish
+		}
+	}
+}
+
+// exec runs one or more statements that return no rows.
+func (c *liteConn) exec(ctx context.Context, q string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	zSQL, err := libc.CString(q)
+	if err != nil {
+		return err
+	}
+	defer libc.Xfree(c.tls, zSQL)
+	stop := c.interruptOn(ctx)
+	rc := sqlite3.Xsqlite3_exec(c.tls, c.db, zSQL, 0, 0, 0)
+	stop()
+	if rc != sqlite3.SQLITE_OK {
+		if err := ctx.Err(); err != nil && rc == sqlite3.SQLITE_INTERRUPT {
+			return err
+		}
+		return c.err(rc)
+	}
+	return nil
+}
+
+// query runs q with args (nil, string, []byte, int, int64, float64,
+// bool) and calls fn with each row; the slice is reused between rows, its
+// values are not. A statement must be one statement.
+func (c *liteConn) query(ctx context.Context, q string, args []any, fn func(row []any) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	zSQL, err := libc.CString(q)
+	if err != nil {
+		return err
+	}
+	defer libc.Xfree(c.tls, zSQL)
+	out := c.tls.Alloc(8)
+	*(*uintptr)(cPointer(out)) = 0
+	rc := sqlite3.Xsqlite3_prepare_v2(c.tls, c.db, zSQL, -1, out, 0)
+	stmt := *(*uintptr)(cPointer(out))
+	c.tls.Free(8)
+	if rc != sqlite3.SQLITE_OK {
+		return c.err(rc)
+	}
+	if stmt == 0 {
+		return errors.New("sqlite: empty statement")
+	}
+	var bound []uintptr // C copies of text and blob arguments, freed after the statement
+	defer func() {
+		sqlite3.Xsqlite3_finalize(c.tls, stmt)
+		for _, p := range bound {
+			libc.Xfree(c.tls, p)
+		}
+	}()
+	for i, a := range args {
+		p, err := c.bind(stmt, int32(i+1), a)
+		if err != nil {
+			return err
+		}
+		if p != 0 {
+			bound = append(bound, p)
+		}
+	}
+	stop := c.interruptOn(ctx)
+	defer stop()
+	n := int(sqlite3.Xsqlite3_column_count(c.tls, stmt))
+	row := make([]any, n)
+	for {
+		rc := sqlite3.Xsqlite3_step(c.tls, stmt)
+		if rc == sqlite3.SQLITE_DONE {
+			return nil
+		}
+		if rc != sqlite3.SQLITE_ROW {
+			if err := ctx.Err(); err != nil && rc&0xff == sqlite3.SQLITE_INTERRUPT {
+				return err
+			}
+			return c.err(rc)
+		}
+		c.readRow(stmt, row)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+// readRow copies the current row's values out of SQLite, each TEXT and
+// BLOB value into its own allocation (values outlive the row: a map may
+// keep an id, and must not keep the row's other values with it).
+func (c *liteConn) readRow(stmt uintptr, row []any) {
+	for i := range row {
+		col := int32(i)
+		switch sqlite3.Xsqlite3_column_type(c.tls, stmt, col) {
+		case sqlite3.SQLITE_INTEGER:
+			row[i] = sqlite3.Xsqlite3_column_int64(c.tls, stmt, col)
+		case sqlite3.SQLITE_FLOAT:
+			row[i] = sqlite3.Xsqlite3_column_double(c.tls, stmt, col)
+		case sqlite3.SQLITE_TEXT:
+			// text before bytes: bytes then measures the text form.
+			p := sqlite3.Xsqlite3_column_text(c.tls, stmt, col)
+			n := int(sqlite3.Xsqlite3_column_bytes(c.tls, stmt, col))
+			if n == 0 || p == 0 {
+				row[i] = ""
+				continue
+			}
+			b := make([]byte, n)
+			copy(b, unsafe.Slice((*byte)(cPointer(p)), n))
+			row[i] = unsafe.String(unsafe.SliceData(b), n)
+		case sqlite3.SQLITE_BLOB:
+			p := sqlite3.Xsqlite3_column_blob(c.tls, stmt, col)
+			n := int(sqlite3.Xsqlite3_column_bytes(c.tls, stmt, col))
+			b := make([]byte, n)
+			if n > 0 && p != 0 {
+				copy(b, unsafe.Slice((*byte)(cPointer(p)), n))
+			}
+			row[i] = b
+		default:
+			row[i] = nil
+		}
+	}
+}
+
+// bind binds a to parameter i; the returned C memory (text and blobs) is
+// the caller's to free once the statement is finalized.
+func (c *liteConn) bind(stmt uintptr, i int32, a any) (uintptr, error) {
+	var rc int32
+	switch v := a.(type) {
+	case nil:
+		rc = sqlite3.Xsqlite3_bind_null(c.tls, stmt, i)
+	case int:
+		rc = sqlite3.Xsqlite3_bind_int64(c.tls, stmt, i, int64(v))
+	case int64:
+		rc = sqlite3.Xsqlite3_bind_int64(c.tls, stmt, i, v)
+	case float64:
+		rc = sqlite3.Xsqlite3_bind_double(c.tls, stmt, i, v)
+	case bool:
+		var n int64
+		if v {
+			n = 1
+		}
+		rc = sqlite3.Xsqlite3_bind_int64(c.tls, stmt, i, n)
+	case string:
+		p, err := libc.CString(v)
+		if err != nil {
+			return 0, err
+		}
+		if rc = sqlite3.Xsqlite3_bind_text(c.tls, stmt, i, p, int32(len(v)), 0); rc != sqlite3.SQLITE_OK {
+			libc.Xfree(c.tls, p)
+			return 0, c.err(rc)
+		}
+		return p, nil
+	case []byte:
+		if len(v) == 0 {
+			rc = sqlite3.Xsqlite3_bind_zeroblob(c.tls, stmt, i, 0)
+			break
+		}
+		p := libc.Xmalloc(c.tls, uint64(len(v)))
+		if p == 0 {
+			return 0, errors.New("sqlite: out of memory binding a blob")
+		}
+		copy(unsafe.Slice((*byte)(cPointer(p)), len(v)), v)
+		if rc = sqlite3.Xsqlite3_bind_blob(c.tls, stmt, i, p, int32(len(v)), 0); rc != sqlite3.SQLITE_OK {
+			libc.Xfree(c.tls, p)
+			return 0, c.err(rc)
+		}
+		return p, nil
+	default:
+		return 0, fmt.Errorf("sqlite: cannot bind a %T", a)
+	}
+	if rc != sqlite3.SQLITE_OK {
+		return 0, c.err(rc)
+	}
+	return 0, nil
+}
+
+// queryRow runs q and stores the first row's values into dest (*int,
+// *int64, *string, *any); a query with no row is errNoRows.
+func (c *liteConn) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
+	found := false
+	err := c.query(ctx, q, args, func(row []any) error {
+		if found {
+			return nil
+		}
+		found = true
+		if len(row) != len(dest) {
+			return fmt.Errorf("sqlite: %d columns into %d values", len(row), len(dest))
+		}
+		for i, v := range row {
+			if err := assignLite(dest[i], v); err != nil {
+				return fmt.Errorf("sqlite: column %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err == nil && !found {
+		return errNoRows
+	}
+	return err
+}
+
+var errNoRows = errors.New("sqlite: no rows in result set")
+
+func assignLite(dest, v any) error {
+	switch d := dest.(type) {
+	case *any:
+		*d = v
+	case *int64:
+		n, ok := v.(int64)
+		if !ok {
+			return fmt.Errorf("%T is not an integer", v)
+		}
+		*d = n
+	case *int:
+		n, ok := v.(int64)
+		if !ok {
+			return fmt.Errorf("%T is not an integer", v)
+		}
+		*d = int(n)
+	case *string:
+		switch x := v.(type) {
+		case string:
+			*d = x
+		case []byte:
+			*d = string(x)
+		default:
+			return fmt.Errorf("%T is not text", v)
+		}
+	default:
+		return fmt.Errorf("cannot scan into %T", dest)
+	}
+	return nil
+}
+
+// attachLite gives s a liteConn on s's own snapshot for its bulk reads
+// (rawStream), pinned as a fork is (fork.go): in WAL mode through
+// sqlite3_snapshot_get/open/cmp; in rollback-journal mode by s's SHARED
+// lock, which no writer can commit past; opened immutable, nothing can
+// change. When that cannot be done, s reads through database/sql as before
+// (the reason is kept for the run's log).
+func (s *sqliteSnapshot) attachLite(ctx context.Context) {
+	c, err := s.pinLite(ctx)
+	if err != nil {
+		s.liteWhy = err.Error()
+		return
+	}
+	s.lite = c
+}
+
+func (s *sqliteSnapshot) pinLite(ctx context.Context) (*liteConn, error) {
+	wal, err := s.walMode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var pinned uintptr
+	if wal {
+		err := s.conn.Raw(func(dc any) error {
+			var err error
+			pinned, err = snapshotGet(dc)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("WAL snapshot not available: %w", err)
+		}
+		tls := libc.NewTLS()
+		defer func() {
+			sqlite3.Xsqlite3_snapshot_free(tls, pinned)
+			tls.Close()
+		}()
+	}
+	c, err := openLite(s.src.Path, s.src.immutable, forkBusyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(what string, err error) (*liteConn, error) {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := c.exec(ctx, "BEGIN"); err != nil {
+		return fail("begin", err)
+	}
+	// The first read takes the SHARED lock (rollback mode) or opens the
+	// WAL (WAL mode: sqlite3_snapshot_open needs it open).
+	var n int64
+	if err := c.queryRow(ctx, "SELECT count(*) FROM sqlite_master", nil, &n); err != nil {
+		return fail("first read", err)
+	}
+	if wal {
+		if err := c.openSnapshot(pinned); err != nil {
+			return fail("open the snapshot", err)
+		}
+		same, err := c.onSnapshot(pinned)
+		if err != nil {
+			return fail("compare snapshots", err)
+		}
+		if !same {
+			return fail("pin", errors.New("not on the same snapshot"))
+		}
+	}
+	return c, nil
+}
+
+// openSnapshot moves c's read transaction to snap.
+func (c *liteConn) openSnapshot(snap uintptr) error {
+	_, rc := withMain(c.tls, func(zMain, _ uintptr) int32 { return sqlite3.Xsqlite3_snapshot_open(c.tls, c.db, zMain, snap) })
+	if rc != sqlite3.SQLITE_OK {
+		return fmt.Errorf("sqlite3_snapshot_open: result code %d", rc)
+	}
+	return nil
+}
+
+// onSnapshot says whether c's read transaction is on snap.
+func (c *liteConn) onSnapshot(snap uintptr) (bool, error) {
+	mine, rc := withMain(c.tls, func(zMain, out uintptr) int32 { return sqlite3.Xsqlite3_snapshot_get(c.tls, c.db, zMain, out) })
+	if rc != sqlite3.SQLITE_OK || mine == 0 {
+		return false, fmt.Errorf("sqlite3_snapshot_get: result code %d", rc)
+	}
+	defer sqlite3.Xsqlite3_snapshot_free(c.tls, mine)
+	return sqlite3.Xsqlite3_snapshot_cmp(c.tls, snap, mine) == 0 && sqlite3.Xsqlite3_snapshot_cmp(c.tls, mine, snap) == 0, nil
+}
+
+// walMode says whether s reads a WAL-mode store (not opened immutable).
+func (s *sqliteSnapshot) walMode(ctx context.Context) (bool, error) {
+	var mode string
+	if err := s.tx.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return false, s.src.wrap("journal mode", err)
+	}
+	return mode == "wal" && !s.src.immutable, nil
+}
