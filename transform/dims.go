@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kandev/kandev-extract/models"
 )
@@ -131,6 +132,41 @@ func StepAtStart(v any) (step string, ok bool, problem string) {
 		return "", false, fmt.Sprintf("metadata is %d bytes, over the %d bytes read for workflow_step_id_at_start: not read", t.Bytes, t.Cap)
 	}
 	s, valid := asText(v)
+	if valid {
+		// Kandev's own form, the one every turn it writes has: read
+		// without decoding (0.9 s of CPU for 400,000 turns otherwise).
+		if step, plain := plainStepObject(s); plain {
+			return step, step != "", ""
+		}
+	}
+	return stepAtStartDecoded(s, valid)
+}
+
+// stepObjectPrefix is how Kandev writes a turn's metadata:
+// {"workflow_step_id_at_start":"<step>"}.
+const stepObjectPrefix = `{"` + stepKey + `":"`
+
+// plainStepObject reads s when it is exactly Kandev's form with a step
+// that needs no decoding — no quote, backslash or control character, and
+// valid UTF-8 — so it says what decoding would (StepAtStartMatchesDecoded).
+func plainStepObject(s string) (string, bool) {
+	if len(s) < len(stepObjectPrefix)+2 || !strings.HasPrefix(s, stepObjectPrefix) || !strings.HasSuffix(s, `"}`) {
+		return "", false
+	}
+	step := s[len(stepObjectPrefix) : len(s)-2]
+	for i := 0; i < len(step); i++ {
+		if c := step[i]; c == '"' || c == '\\' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.ValidString(step) {
+		return "", false
+	}
+	return step, true
+}
+
+// stepAtStartDecoded is StepAtStart by decoding the JSON.
+func stepAtStartDecoded(s string, valid bool) (step string, ok bool, problem string) {
 	s = strings.TrimSpace(s)
 	if !valid || s == "" || s == "null" {
 		return "", false, ""
