@@ -305,7 +305,7 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	// allocate theirs: on the 1M-row store the rebuild's peak RSS drops by
 	// ~130 MiB (docs/benchmarks.md, Peak RSS), for one collection.
 	tctx.TurnEvidence, tctx.SessionEvidence = nil, nil
-	rd.evidence.Turns, rd.evidence.Sessions = nil, nil
+	rd.evidence.Turns, rd.evidence.Sessions, rd.evidence.Fanout, rd.fanout = nil, nil, nil, nil
 	debug.FreeOSMemory()
 
 	// Writer health and its shortfall.
