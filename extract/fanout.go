@@ -117,15 +117,16 @@ const (
 )
 
 // fanRow counts one subagent row: its turn, session and tool call bounded
-// as the join bounds them (NULL over 1 MiB), and its source class.
-func (p *msgPass) fanRow(turn, sess, tc sqlValue, class int64) {
+// as the join bounds them (NULL over 1 MiB), and its source class. It
+// returns the row's groups for the evidence (addSubagentIn).
+func (p *msgPass) fanRow(turn, sess, tc sqlValue, class int64) rowGroups {
 	f := p.fan
 	if f == nil || f.full {
-		return
+		return rowGroups{}
 	}
 	if f.rows++; f.rows >= math.MaxUint32 || len(p.turns.values) >= noGroup-1 || len(p.sess.values) >= noGroup-1 {
 		f.full = true
-		return
+		return rowGroups{}
 	}
 	ti, si := uint32(noGroup), uint32(noGroup)
 	if !turn.null() {
@@ -136,10 +137,12 @@ func (p *msgPass) fanRow(turn, sess, tc sqlValue, class int64) {
 		si = p.sess.id(sess)
 		f.sessN = countRow(f.sessN, si, class)
 	}
+	g := rowGroups{turn: ti, sess: si, ok: true}
 	if (ti == noGroup && si == noGroup) || !tc.nonEmpty() {
-		return
+		return g
 	}
-	c := fanCall{tc: p.hash64(tc), turn: ti, sess: si}
+	g.h = p.hash64(tc)
+	c := fanCall{tc: g.h, turn: ti, sess: si}
 	switch class {
 	case sourceLive:
 		c.turn |= flagBit
@@ -147,6 +150,7 @@ func (p *msgPass) fanRow(turn, sess, tc sqlValue, class int64) {
 		c.sess |= flagBit
 	}
 	f.calls = append(f.calls, c)
+	return g
 }
 
 func countRow(n []groupCounts, g uint32, class int64) []groupCounts {

@@ -744,17 +744,32 @@ func (p *msgPass) sealMessages() {
 func (p *msgPass) subagent(row []any) error {
 	obs, since := p.atOrAfter(row[3])
 	turn, sess, tc := classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2])
-	p.addSubagent(turn, sess, tc, since, obs)
+	var g rowGroups
 	if p.fan != nil {
 		class, _ := row[4].(int64)
-		p.fanRow(turn, sess, tc, class)
+		g = p.fanRow(turn, sess, tc, class)
 	}
+	p.addSubagentIn(turn, sess, tc, since, obs, g)
 	return nil
 }
 
 // addSubagent takes one subagent row; since says it was observed at or
 // after capture_since, at observed.
 func (p *msgPass) addSubagent(turn, sess, tc sqlValue, since bool, observed time.Time) {
+	p.addSubagentIn(turn, sess, tc, since, observed, rowGroups{})
+}
+
+// rowGroups are a subagent row's turn and session groups (noGroup: none)
+// and its tool call's hash (0: not computed), when the fan-out has already
+// found them (ok) for the same values.
+type rowGroups struct {
+	turn, sess uint32
+	h          uint64
+	ok         bool
+}
+
+// addSubagentIn is addSubagent with the row's groups when known.
+func (p *msgPass) addSubagentIn(turn, sess, tc sqlValue, since bool, observed time.Time, g rowGroups) {
 	if since {
 		p.sinceRows++
 		if observed.After(p.lastObserved) {
@@ -777,15 +792,26 @@ func (p *msgPass) addSubagent(turn, sess, tc sqlValue, since bool, observed time
 		return
 	}
 	// Only the messages' groups (the fan-out adds others after them).
-	h := uint64(0)
-	if i, ok := p.turns.lookup(turn); ok && i < p.msgTurns && !turn.null() {
-		h = p.hash64(tc)
+	ti, ts, h := g.turn, g.sess, g.h
+	if !g.ok {
+		ti, ts = noGroup, noGroup
+		if i, ok := p.turns.lookup(turn); ok && !turn.null() {
+			ti = i
+		}
+		if i, ok := p.sess.lookup(sess); ok && !sess.null() {
+			ts = i
+		}
+	}
+	if i := ti; i < p.msgTurns {
+		if h == 0 {
+			h = p.hash64(tc)
+		}
 		m := newMember(i, h)
 		if _, found := slices.BinarySearchFunc(p.turnTC, m, cmpMember); !found {
 			p.turnOnly = append(p.turnOnly, m)
 		}
 	}
-	if i, ok := p.sess.lookup(sess); ok && i < p.msgSess && !sess.null() {
+	if i := ts; i < p.msgSess {
 		if h == 0 {
 			h = p.hash64(tc)
 		}

@@ -79,16 +79,24 @@ func (p *msgPass) pgSubagent(row []any) {
 		obs = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 	}
 	turn, sess, tc := classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2])
-	p.addSubagent(turn, sess, tc, since, obs)
-	if p.fan != nil {
-		over := asInt64(row[6])
-		for i, v := range []*sqlValue{&turn, &sess, &tc} {
-			if over&(1<<i) != 0 {
-				*v = sqlValue{tag: tagNull}
-			}
-		}
-		p.fanRow(turn, sess, tc, asInt64(row[5]))
+	if p.fan == nil {
+		p.addSubagent(turn, sess, tc, since, obs)
+		return
 	}
+	// The fan-out reads an id over the key bound as NULL; writer health
+	// and the evidence compare it whole.
+	over := asInt64(row[6])
+	if over == 0 {
+		p.addSubagentIn(turn, sess, tc, since, obs, p.fanRow(turn, sess, tc, asInt64(row[5])))
+		return
+	}
+	p.addSubagent(turn, sess, tc, since, obs)
+	for i, v := range []*sqlValue{&turn, &sess, &tc} {
+		if over&(1<<i) != 0 {
+			*v = sqlValue{tag: tagNull}
+		}
+	}
+	p.fanRow(turn, sess, tc, asInt64(row[5]))
 }
 
 func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagents, health, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
