@@ -281,6 +281,10 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	if err != nil {
 		return fail(err)
 	}
+	if fork != nil && opts.oneReader {
+		fork.Close()
+		fork, why = nil, "Options.oneReader"
+	}
 	if fork != nil {
 		defer fork.Close()
 		rd.fork = fork

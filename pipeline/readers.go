@@ -248,7 +248,11 @@ func (r *readers) readMessages(ctx context.Context, from models.Snapshot) error 
 // there is one (see firstTable). ctx is the overlap's: it is cancelled when
 // the transformer fails.
 func (r *readers) readAll(ctx context.Context) error {
-	plan, err := extract.PlanScans(ctx, r.snap, r.featurePresent)
+	var planOn models.Snapshot = r.snap
+	if r.opts.unproven {
+		planOn = struct{ models.Snapshot }{r.snap} // no dialect: nothing proven
+	}
+	plan, err := extract.PlanScans(ctx, planOn, r.featurePresent)
 	if err != nil {
 		return err
 	}
