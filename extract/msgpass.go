@@ -19,11 +19,14 @@ import (
 // counts from ONE streaming read of task_session_messages and ONE of
 // task_session_subagents, neither sorted nor joined in SQL; the set logic
 // (distinct keys, anti-joins, per-turn and per-session counts) is done in
-// Go on compact hashed keys.
+// Go on compact hashed keys. Asked to (ReadMessagesAndFanout), the same
+// read of task_session_subagents also counts the turns' and sessions'
+// fan-out for their scans (fanout.go).
 //
-// It computes exactly what the SQL of messages.go (sqliteEvidence) and
-// health.go (sqliteHealth) compute — TestMessagePassMatchesSQL compares the
-// two on every fixture and on hostile stores — with two deliberate
+// It computes exactly what the SQL of messages.go (sqliteEvidence),
+// health.go (sqliteHealth) and the scans' fan-out join compute —
+// TestMessagePassMatchesSQL compares them on every fixture and on hostile
+// stores — with two deliberate
 // approximations of the same kind as the deletion detection's
 // (pipeline/deletions.go): keys are compared through hashes, 128 bits for
 // a (session, tool call) key, and for a tool call within one turn or one

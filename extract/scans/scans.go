@@ -3,7 +3,9 @@
 // (models.Table.Read); the SQL of the columns the source computes inside
 // the snapshot, and of their joins, is here. extract renders it per
 // dialect ({{column}} placeholders for optional columns, the
-// models.SQLiteNotIndexed and models.SQLiteNoFlatten markers).
+// models.SQLiteNotIndexed and models.SQLiteNoFlatten markers), and decides
+// per store which joins a scan may leave out (Options: extract's
+// ScanPlan).
 //
 // It is a leaf package (it imports models only) so that anything may name
 // a scan without linking a database driver; extract.Spec is the way in.
