@@ -27,6 +27,9 @@ type MessageEvidence struct {
 	Turns, Sessions map[string]models.MessageCounts
 	// Missing are the shortfall's keys, with the turn of their message.
 	Missing []models.MissingRow
+	// Fanout is the per-turn and per-session fan-out, when the pass
+	// counted it (ReadMessagesAndFanout), else nil.
+	Fanout *Fanout
 	// MessagesRead is how many task_session_messages rows the snapshot
 	// holds (every one is examined); Malformed those whose metadata is not
 	// JSON (skipped).

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/internal/instant"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -18,11 +19,14 @@ import (
 // counts from ONE streaming read of task_session_messages and ONE of
 // task_session_subagents, neither sorted nor joined in SQL; the set logic
 // (distinct keys, anti-joins, per-turn and per-session counts) is done in
-// Go on compact hashed keys.
+// Go on compact hashed keys. Asked to (ReadMessagesAndFanout), the same
+// read of task_session_subagents also counts the turns' and sessions'
+// fan-out for their scans (fanout.go).
 //
-// It computes exactly what the SQL of messages.go (sqliteEvidence) and
-// health.go (sqliteHealth) compute — TestMessagePassMatchesSQL compares the
-// two on every fixture and on hostile stores — with two deliberate
+// It computes exactly what the SQL of messages.go (sqliteEvidence),
+// health.go (sqliteHealth) and the scans' fan-out join compute —
+// TestMessagePassMatchesSQL compares them on every fixture and on hostile
+// stores — with two deliberate
 // approximations of the same kind as the deletion detection's
 // (pipeline/deletions.go): keys are compared through hashes, 128 bits for
 // a (session, tool call) key, and for a tool call within one turn or one
@@ -92,6 +96,10 @@ SELECT CASE WHEN octet_length(turn_id) <= 1048576 THEN turn_id END,
 	CASE WHEN octet_length(observed_at) <= 64 THEN observed_at END
 FROM task_session_subagents`
 
+// msgPassSubagentsFanout is msgPassSubagents with each row's source class
+// (scans.FanoutSource), when the pass also counts the fan-out (fanout.go).
+var msgPassSubagentsFanout = strings.Replace(msgPassSubagents, "\nFROM", ",\n\t"+scans.FanoutSource+"\nFROM", 1)
+
 // msgPassRaw is the main read of the messages: every message whose
 // metadata is not NULL, its bounded ids and created_at, and the metadata
 // itself when within the read bound (NULL over it: measured by
@@ -124,6 +132,23 @@ var overlongBytes = string([]byte{0x6b, 0x78, 0x2d, 0x6f, 0x76, 0x65, 0x72, 0x6c
 // capture_since is not a usable instant while health still runs (then the
 // two queries run as they are).
 func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time) (MessageEvidence, *models.HealthCounts, error) {
+	return readMessages(ctx, snap, since, subagents, healthSince, false)
+}
+
+// ReadMessagesAndFanout is ReadMessages that also counts, from the same
+// read of task_session_subagents, the per-turn and per-session fan-out
+// (ev.Fanout, see fanout.go) for the plan's turns and sessions scans, when
+// the plan allows either. ev.Fanout is nil when the pass did not count it:
+// the plan does not allow it, there is no subagent table (the counts are
+// 0) or no task_session_messages table (no pass), health runs its own
+// queries, or the counts would not fit 32 bits; the scans then count in
+// SQL.
+func ReadMessagesAndFanout(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time, plan *ScanPlan) (MessageEvidence, *models.HealthCounts, error) {
+	fanout := subagents && (plan.PassFanout(models.SourceTurns) || plan.PassFanout(models.SourceSessions))
+	return readMessages(ctx, snap, since, subagents, healthSince, fanout)
+}
+
+func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
 	health := healthSince != nil
 	inner, mask := snap, func(err error) error { return err }
 	if m, ok := snap.(*maskedSnapshot); ok {
@@ -133,7 +158,7 @@ func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 		inner = nil // the two queries, as they are
 	}
 	if pg, ok := inner.(*pgSnapshot); ok {
-		ev, c, err := pg.readMessages(ctx, since, subagents, health)
+		ev, c, err := pg.readMessages(ctx, since, subagents, health, fanout)
 		return ev, c, mask(err)
 	}
 	s, ok := inner.(*sqliteSnapshot)
@@ -165,7 +190,7 @@ func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	if err := requireColumns(s.src.Path, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
 		return ev, nil, mask(err)
 	}
-	p := newMsgPass(since, subagents, health)
+	p := newMsgPass(since, subagents, health, fanout)
 	if err := s.tx.QueryRowContext(ctx, `SELECT count(*) FROM task_session_messages`).Scan(&ev.MessagesRead); err != nil {
 		return ev, nil, mask(s.src.wrap("count task_session_messages", err))
 	}
@@ -183,7 +208,11 @@ func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	}
 	p.sealMessages()
 	if subagents {
-		if err := s.rawStream(ctx, "message pass over task_session_subagents", msgPassSubagents, p.subagent); err != nil {
+		q := msgPassSubagents
+		if p.fan != nil {
+			q = msgPassSubagentsFanout
+		}
+		if err := s.rawStream(ctx, "message pass over task_session_subagents", q, p.subagent); err != nil {
 			return ev, nil, mask(err)
 		}
 	}
@@ -554,6 +583,10 @@ type msgPass struct {
 	row           []any           // raw's scratch row
 	missingKeys   map[uint32]bool // sessions whose shortfall ids are read back
 	missingGroups []uint32
+	// The groups of turns and sessions of the messages (sealMessages): the
+	// evidence's; the fan-out adds those of subagent rows after them.
+	msgTurns, msgSess uint32
+	fan               *fanAcc // nil unless the pass counts the fan-out
 }
 
 // special is a subagent row at or after capture_since whose (session,
@@ -571,9 +604,12 @@ type missingKey struct {
 	tc   uint64
 }
 
-func newMsgPass(since *time.Time, subagents, health bool) *msgPass {
+func newMsgPass(since *time.Time, subagents, health, fanout bool) *msgPass {
 	p := &msgPass{subagents: subagents, health: health,
 		turns: newGroupTable(), sess: newGroupTable()}
+	if fanout && subagents {
+		p.fan = &fanAcc{}
+	}
 	p.h[0].SetSeed(passSeeds[0])
 	p.h[1].SetSeed(passSeeds[1])
 	if since != nil {
@@ -717,18 +753,40 @@ func (p *msgPass) sealMessages() {
 		slices.SortFunc(*l, cmpMember)
 		*l = slices.Compact(*l)
 	}
+	p.msgTurns, p.msgSess = uint32(len(p.turns.values)), uint32(len(p.sess.values))
 }
 
-// subagent takes one row of msgPassSubagents.
+// subagent takes one row of msgPassSubagents (or msgPassSubagentsFanout:
+// its ids are bounded as the fan-out's).
 func (p *msgPass) subagent(row []any) error {
 	obs, since := p.atOrAfter(row[3])
-	p.addSubagent(classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2]), since, obs)
+	turn, sess, tc := classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2])
+	var g rowGroups
+	if p.fan != nil {
+		class, _ := row[4].(int64)
+		g = p.fanRow(turn, sess, tc, class)
+	}
+	p.addSubagentIn(turn, sess, tc, since, obs, g)
 	return nil
 }
 
 // addSubagent takes one subagent row; since says it was observed at or
 // after capture_since, at observed.
 func (p *msgPass) addSubagent(turn, sess, tc sqlValue, since bool, observed time.Time) {
+	p.addSubagentIn(turn, sess, tc, since, observed, rowGroups{})
+}
+
+// rowGroups are a subagent row's turn and session groups (noGroup: none)
+// and its tool call's hash (0: not computed), when the fan-out has already
+// found them (ok) for the same values.
+type rowGroups struct {
+	turn, sess uint32
+	h          uint64
+	ok         bool
+}
+
+// addSubagentIn is addSubagent with the row's groups when known.
+func (p *msgPass) addSubagentIn(turn, sess, tc sqlValue, since bool, observed time.Time, g rowGroups) {
 	if since {
 		p.sinceRows++
 		if observed.After(p.lastObserved) {
@@ -750,15 +808,27 @@ func (p *msgPass) addSubagent(turn, sess, tc sqlValue, since bool, observed time
 	if !tc.nonEmpty() {
 		return
 	}
-	h := uint64(0)
-	if i, ok := p.turns.lookup(turn); ok && !turn.null() {
-		h = p.hash64(tc)
+	// Only the messages' groups (the fan-out adds others after them).
+	ti, ts, h := g.turn, g.sess, g.h
+	if !g.ok {
+		ti, ts = noGroup, noGroup
+		if i, ok := p.turns.lookup(turn); ok && !turn.null() {
+			ti = i
+		}
+		if i, ok := p.sess.lookup(sess); ok && !sess.null() {
+			ts = i
+		}
+	}
+	if i := ti; i < p.msgTurns {
+		if h == 0 {
+			h = p.hash64(tc)
+		}
 		m := newMember(i, h)
 		if _, found := slices.BinarySearchFunc(p.turnTC, m, cmpMember); !found {
 			p.turnOnly = append(p.turnOnly, m)
 		}
 	}
-	if i, ok := p.sess.lookup(sess); ok && !sess.null() {
+	if i := ts; i < p.msgSess {
 		if h == 0 {
 			h = p.hash64(tc)
 		}
@@ -834,8 +904,8 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 	}
 	// Evidence: per turn and session, the distinct tool calls of the
 	// messages, and with those of the rows that no message names.
-	expected := func(l []member, t *groupTable, only []member) ([]int64, []int64) {
-		exp := make([]int64, len(t.values))
+	expected := func(l []member, t *groupTable, only []member, groups uint32) ([]int64, []int64) {
+		exp := make([]int64, groups)
 		for _, m := range l {
 			exp[m.group]++
 		}
@@ -846,16 +916,16 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 		}
 		return exp, union
 	}
-	put := func(dst map[string]models.MessageCounts, t *groupTable, exp, union []int64) {
+	put := func(dst map[string]models.MessageCounts, t *groupTable, exp, union []int64, groups uint32) {
 		// SQL's group order decides which of two groups that print alike
 		// (NULL and '', a TEXT and a BLOB) the map keeps: the later one.
 		var low, high []uint32 // groups SQL sorts before and after TEXT
-		for i := range t.values {
-			if v, ok := t.odd[uint32(i)]; ok {
+		for i := range groups {
+			if v, ok := t.odd[i]; ok {
 				if v.tag == tagBlob {
-					high = append(high, uint32(i))
+					high = append(high, i)
 				} else {
-					low = append(low, uint32(i))
+					low = append(low, i)
 				}
 			}
 		}
@@ -868,23 +938,27 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 		for _, i := range low {
 			set(i)
 		}
-		for i := range t.values {
-			if _, ok := t.odd[uint32(i)]; !ok {
-				set(uint32(i))
+		for i := range groups {
+			if _, ok := t.odd[i]; !ok {
+				set(i)
 			}
 		}
 		for _, i := range high {
 			set(i)
 		}
 	}
-	te, tu := expected(p.turnTC, &p.turns, p.turnOnly)
-	se, su := expected(p.sessTC, &p.sess, p.sessOnly)
+	te, tu := expected(p.turnTC, &p.turns, p.turnOnly, p.msgTurns)
+	se, su := expected(p.sessTC, &p.sess, p.sessOnly, p.msgSess)
 	p.turnTC, p.sessTC, p.turnOnly, p.sessOnly = nil, nil, nil, nil
-	p.turns.slots, p.turns.other = nil, nil // only the values are needed now
-	ev.Turns = make(map[string]models.MessageCounts, len(p.turns.values))
-	ev.Sessions = make(map[string]models.MessageCounts, len(p.sess.values))
-	put(ev.Turns, &p.turns, te, tu)
-	put(ev.Sessions, &p.sess, se, su)
+	if p.fan != nil {
+		ev.Fanout = p.finishFanout() // it keeps the tables' indexes
+	} else {
+		p.turns.slots, p.turns.other = nil, nil // only the values are needed now
+	}
+	ev.Turns = make(map[string]models.MessageCounts, p.msgTurns)
+	ev.Sessions = make(map[string]models.MessageCounts, p.msgSess)
+	put(ev.Turns, &p.turns, te, tu, p.msgTurns)
+	put(ev.Sessions, &p.sess, se, su, p.msgSess)
 	// The shortfall's keys: evidence messages at or after capture_since
 	// with no row observed at or after it.
 	if p.since != "" {

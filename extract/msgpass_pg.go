@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -42,6 +44,16 @@ WHERE (x.meta #>> '{normalized,kind}' = 'subagent_task' OR (octet_length(m.metad
 const pgPassSubagents = `
 SELECT turn_id, task_session_id, tool_call_id, observed_at >= $1::timestamp, observed_at FROM task_session_subagents`
 
+// pgPassSubagentsFanout is pgPassSubagents with, for the fan-out
+// (fanout.go), each row's source class (scans.FanoutSource) and which of
+// its ids is over the 1 MiB key bound (1 turn, 2 session, 4 tool call:
+// octet_length in the server's encoding, as the join measures).
+var pgPassSubagentsFanout = strings.Replace(pgPassSubagents, " FROM task_session_subagents", `,
+	`+scans.FanoutSource+`,
+	CASE WHEN octet_length(turn_id) > 1048576 THEN 1 ELSE 0 END + CASE WHEN octet_length(task_session_id) > 1048576 THEN 2 ELSE 0 END
+		+ CASE WHEN octet_length(tool_call_id) > 1048576 THEN 4 ELSE 0 END
+FROM task_session_subagents`, 1)
+
 // pgMessage takes one row of pgPassMessages.
 func (p *msgPass) pgMessage(row []any) {
 	recent, _ := row[3].(bool)
@@ -66,10 +78,28 @@ func (p *msgPass) pgSubagent(row []any) {
 		// timestamp without time zone: its wall clock is UTC.
 		obs = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 	}
-	p.addSubagent(classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2]), since, obs)
+	turn, sess, tc := classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2])
+	if p.fan == nil {
+		p.addSubagent(turn, sess, tc, since, obs)
+		return
+	}
+	// The fan-out reads an id over the key bound as NULL; writer health
+	// and the evidence compare it whole.
+	over := asInt64(row[6])
+	if over == 0 {
+		p.addSubagentIn(turn, sess, tc, since, obs, p.fanRow(turn, sess, tc, asInt64(row[5])))
+		return
+	}
+	p.addSubagent(turn, sess, tc, since, obs)
+	for i, v := range []*sqlValue{&turn, &sess, &tc} {
+		if over&(1<<i) != 0 {
+			*v = sqlValue{tag: tagNull}
+		}
+	}
+	p.fanRow(turn, sess, tc, asInt64(row[5]))
 }
 
-func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagents, health bool) (MessageEvidence, *models.HealthCounts, error) {
+func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagents, health, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
 	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
 	if health {
 		if err := checkHealthSchema(ctx, s, s.src.location); err != nil {
@@ -106,7 +136,7 @@ func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagen
 		badRecent int64
 	)
 	for attempt := 0; ; attempt++ {
-		p := newMsgPass(since, subagents, health)
+		p := newMsgPass(since, subagents, health, fanout)
 		exclude, args := "", []any{bound}
 		if attempt > 0 {
 			exclude, args = "AND NOT (m.id = ANY($2))", append(args, bad)
@@ -134,7 +164,11 @@ func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagen
 		p.malformed += badRecent
 		p.sealMessages()
 		if subagents {
-			if err := s.forRows(ctx, pgPassSubagents, []any{bound}, p.pgSubagent); err != nil {
+			q := pgPassSubagents
+			if p.fan != nil {
+				q = pgPassSubagentsFanout
+			}
+			if err := s.forRows(ctx, q, []any{bound}, p.pgSubagent); err != nil {
 				return ev, nil, s.src.wrap("message pass over", "task_session_subagents", err)
 			}
 		}

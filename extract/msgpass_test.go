@@ -73,10 +73,35 @@ func compareMessagePassOn(t *testing.T, src models.Source) (MessageEvidence, *mo
 		at := state.CaptureSince.At
 		healthSince = &at
 	}
-	got, gotCounts, err := ReadMessages(ctx, snap, since, subagents, healthSince)
+	// As a run reads: the plan, then the pass with the fan-out it allows;
+	// the evidence and health must not depend on it.
+	plan, err := PlanScans(ctx, snap, subagents)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got, gotCounts, err := ReadMessagesAndFanout(ctx, snap, since, subagents, healthSince, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, plainCounts, err := ReadMessages(ctx, snap, since, subagents, healthSince)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Fanout != nil {
+		t.Error("ReadMessages counted the fan-out")
+	}
+	if !reflect.DeepEqual(plain.Turns, got.Turns) || !reflect.DeepEqual(plain.Sessions, got.Sessions) || !reflect.DeepEqual(plain.Missing, got.Missing) ||
+		!reflect.DeepEqual(plainCounts, gotCounts) {
+		t.Error("the message pass's evidence or health differs when it also counts the fan-out")
+	}
+	if subagents && (plan.PassFanout(models.SourceTurns) || plan.PassFanout(models.SourceSessions)) {
+		if got.Fanout == nil {
+			t.Error("the pass did not count the fan-out the plan allows")
+		}
+	} else if got.Fanout != nil {
+		t.Error("the pass counted a fan-out the plan does not allow")
+	}
+	compareFanout(t, snap, plan, got.Fanout, subagents)
 	if !reflect.DeepEqual(got.Turns, want.Turns) {
 		t.Errorf("per-turn evidence differs:\n%s", mapDiff(got.Turns, want.Turns))
 	}

@@ -61,6 +61,11 @@ type Options struct {
 	// constants): per installation, then with installation "" for the
 	// warehouse's own phases (rebuild, prune).
 	Phase func(installation, phase string)
+
+	// For tests: read on one connection, as when extract.Fork cannot fork
+	// (oneReader); scan with a plan that proves nothing, every count in SQL
+	// as before the scan plan (unproven).
+	oneReader, unproven bool
 }
 
 // The phases Options.Phase names, besides the table scans Progress reports.

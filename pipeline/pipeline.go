@@ -281,6 +281,10 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	if err != nil {
 		return fail(err)
 	}
+	if fork != nil && opts.oneReader {
+		fork.Close()
+		fork, why = nil, "Options.oneReader"
+	}
 	if fork != nil {
 		defer fork.Close()
 		rd.fork = fork
@@ -305,7 +309,7 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	// allocate theirs: on the 1M-row store the rebuild's peak RSS drops by
 	// ~130 MiB (docs/benchmarks.md, Peak RSS), for one collection.
 	tctx.TurnEvidence, tctx.SessionEvidence = nil, nil
-	rd.evidence.Turns, rd.evidence.Sessions = nil, nil
+	rd.evidence.Turns, rd.evidence.Sessions, rd.evidence.Fanout, rd.fanout = nil, nil, nil, nil
 	debug.FreeOSMemory()
 
 	// Writer health and its shortfall.

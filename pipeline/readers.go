@@ -78,14 +78,17 @@ func (tr *transformers) highWater(table string) time.Time {
 
 // The order the readers read in. A second reader pinned to the same
 // snapshot (extract.Fork: its own connection, the same state) reads the
-// messages — the message evidence and writer health, in one pass
-// (extract.ReadMessages) — and then task_sessions, while the first scans
-// task_session_subagents and then the other tables. dim_session depends on
-// the message evidence only, so its batches may reach the transformer
-// between the fact's; dim_turn also needs the fact transformed first (rows
-// that no turn can place), so the first reader reads it after the fact.
-// Without a second reader (extract.Fork says why) the first reads
-// everything, in turn: the fact, the messages, the sessions, the rest.
+// messages — the message evidence, writer health and the per-turn and
+// per-session fan-out, in one pass (extract.ReadMessagesAndFanout) — and
+// then task_sessions, while the first scans task_session_subagents and
+// then the other tables. dim_session depends on the message pass only, so
+// its batches may reach the transformer between the fact's; dim_turn needs
+// the fact transformed first (rows that no turn can place), so the first
+// reader reads it after the fact, and the message pass's evidence and
+// fan-out (its scan takes its counts from the pass), so it waits for the
+// pass to end (not for task_sessions). Without a second reader
+// (extract.Fork says why) the first reads everything, in turn: the fact,
+// the messages, the sessions, the rest.
 var (
 	firstTable = models.TableFact
 	forkTable  = models.TableSession
@@ -111,8 +114,14 @@ type readers struct {
 
 	acct sync.Mutex // the two readers' accounting and progress calls
 
-	// What the message pass read.
+	// What the schema lets the scans leave out (extract.PlanScans), read
+	// before any scan.
+	plan *extract.ScanPlan
+
+	// What the message pass read; fanout is nil when the pass did not count
+	// the fan-out (the scans then count it in SQL).
 	evidence extract.MessageEvidence
+	fanout   *extract.Fanout
 	health   models.Health
 	messages time.Duration
 }
@@ -130,7 +139,11 @@ func (r *readers) progress(table string, n int64) {
 // are serialized.
 func (r *readers) read(ctx context.Context, from models.Snapshot, table string) error {
 	t := models.MustTable(table)
-	spec := extract.Spec(t, r.featurePresent)
+	var fo *extract.Fanout
+	if table == models.TableTurn || table == models.TableSession {
+		fo = r.fanout // set by the message pass, which is done (see readAll)
+	}
+	spec, fill := r.plan.ScanSpec(t, fo)
 	appendRow := r.tr.appendRow(table)
 	ov := r.ov
 	t0 := time.Now()
@@ -147,7 +160,7 @@ func (r *readers) read(ctx context.Context, from models.Snapshot, table string) 
 	}
 	idSet, idCol := r.ids[table], spec.Column("id")
 	r.progress(table, 0) // the table's scan begins
-	err := from.Scan(ctx, spec, func(row []any) error {
+	scanRow := func(row []any) error {
 		if idSet != nil && idCol >= 0 {
 			idSet.add(row[idCol])
 		}
@@ -170,7 +183,11 @@ func (r *readers) read(ctx context.Context, from models.Snapshot, table string) 
 			return ov.send(b)
 		}
 		return nil
-	})
+	}
+	if fill != nil {
+		scanRow = fill(scanRow) // the fan-out cells from the pass
+	}
+	err := from.Scan(ctx, spec, scanRow)
 	if err == nil && cur != nil {
 		err = ov.send(cur)
 	}
@@ -213,11 +230,11 @@ func (r *readers) readMessages(ctx context.Context, from models.Snapshot) error 
 		at := r.state.CaptureSince.At
 		healthSince = &at
 	}
-	ev, counts, err := extract.ReadMessages(ctx, from, since, r.featurePresent, healthSince)
+	ev, counts, err := extract.ReadMessagesAndFanout(ctx, from, since, r.featurePresent, healthSince, r.plan)
 	if err != nil {
 		return err
 	}
-	r.evidence, r.health = ev, verdict
+	r.evidence, r.fanout, r.health = ev, ev.Fanout, verdict
 	if runHealth {
 		r.health = transform.HealthVerdict(r.state, *counts)
 	}
@@ -231,8 +248,21 @@ func (r *readers) readMessages(ctx context.Context, from models.Snapshot) error 
 // there is one (see firstTable). ctx is the overlap's: it is cancelled when
 // the transformer fails.
 func (r *readers) readAll(ctx context.Context) error {
+	var planOn models.Snapshot = r.snap
+	if r.opts.unproven {
+		planOn = struct{ models.Snapshot }{r.snap} // no dialect: nothing proven
+	}
+	plan, err := extract.PlanScans(ctx, planOn, r.featurePresent)
+	if err != nil {
+		return err
+	}
+	r.plan = plan
+	ids, key, fanout := plan.Summary()
+	r.log.Info("scan plan", "ids_proven_unique", ids, "subagent_key_proven_unique", key, "fanout_from_message_pass", fanout)
 	var (
 		forkDone = make(chan struct{})
+		passDone = make(chan struct{}) // the message pass has ended (passErr says how)
+		passErr  error
 		forkErr  error
 		waited   time.Duration
 	)
@@ -241,7 +271,9 @@ func (r *readers) readAll(ctx context.Context) error {
 	if r.fork != nil {
 		go func() {
 			defer close(forkDone)
-			if forkErr = r.readMessages(fctx, r.fork); forkErr != nil {
+			passErr = r.readMessages(fctx, r.fork)
+			close(passDone)
+			if forkErr = passErr; forkErr != nil {
 				return
 			}
 			forkErr = r.read(fctx, r.fork, forkTable)
@@ -278,19 +310,30 @@ func (r *readers) readAll(ctx context.Context) error {
 			return err
 		}
 	} else {
-		// The fact is read; what is left of the second reader's work (the
-		// message pass, then task_sessions) is what this waits for.
-		if err := join(nil); err != nil {
-			return err
+		// The fact is read. The turns need the message pass's results (its
+		// evidence, and the fan-out their scan takes from it): wait for the
+		// pass, which ends on its own (on an error, or when ctx is
+		// cancelled); task_sessions, read after it on the second reader,
+		// may still be read meanwhile.
+		t0 := time.Now()
+		<-passDone
+		waited += time.Since(t0)
+		if passErr != nil {
+			return join(nil)
 		}
-		r.log.Info("second reader", "messages_ms", r.messages.Milliseconds(), "waited_for_ms", waited.Milliseconds())
 	}
 	r.stages.Health += r.messages
 	r.tr.ctx.TurnEvidence = r.evidence.Turns
 	for _, table := range restTables {
 		if err := r.read(ctx, r.snap, table); err != nil {
+			return join(err)
+		}
+	}
+	if r.fork != nil {
+		if err := join(nil); err != nil {
 			return err
 		}
+		r.log.Info("second reader", "messages_ms", r.messages.Milliseconds(), "waited_for_ms", waited.Milliseconds())
 	}
 	return nil
 }

@@ -3,7 +3,9 @@
 // (models.Table.Read); the SQL of the columns the source computes inside
 // the snapshot, and of their joins, is here. extract renders it per
 // dialect ({{column}} placeholders for optional columns, the
-// models.SQLiteNotIndexed and models.SQLiteNoFlatten markers).
+// models.SQLiteNotIndexed and models.SQLiteNoFlatten markers), and decides
+// per store which joins a scan may leave out (Options: extract's
+// ScanPlan).
 //
 // It is a leaf package (it imports models only) so that anything may name
 // a scan without linking a database driver; extract.Spec is the way in.
@@ -16,13 +18,53 @@ import (
 	"github.com/kandev/kandev-extract/models"
 )
 
-// Spec is the scan of a catalog table's source: its Read columns, the
-// computed ones with their SQL. featurePresent says whether the store has
-// task_session_subagents (the per-turn and per-session counts are 0
-// without it).
+// Spec is the scan of a catalog table's source with every computed
+// column counted in SQL: the duplicate-id and duplicate-key joins and the
+// per-turn and per-session fan-out join. featurePresent says whether the
+// store has task_session_subagents (the per-turn and per-session counts
+// are 0 without it). It is SpecWith with nothing proven.
 func Spec(t *models.Table, featurePresent bool) models.TableSpec {
+	return SpecWith(t, Options{FeaturePresent: featurePresent})
+}
+
+// Options say what a scan's SQL may leave out for one store.
+type Options struct {
+	// FeaturePresent: the store has task_session_subagents (without it the
+	// per-turn and per-session counts are 0).
+	FeaturePresent bool
+	// UniqueID: the scanned table's id is proven unique by a unique,
+	// non-partial index whose equality is the GROUP BY's (extract's
+	// uniqueness proof): no two rows share an id, so rows_sharing_id is 1
+	// and its join is left out.
+	UniqueID bool
+	// UniqueKey (task_session_subagents): (task_session_id,
+	// agent_execution_id, tool_call_id) is proven unique the same way:
+	// rows_sharing_key is 1 and its join is left out.
+	UniqueKey bool
+	// FanoutFromPass (task_session_turns, task_sessions): the five fan-out
+	// columns are filled by the caller from the message pass's counts
+	// (extract/fanout.go) instead of fanoutJoin; the SQL reads 0 for them.
+	FanoutFromPass bool
+}
+
+// FanoutColumns are the computed columns fanoutJoin gives a turn or a
+// session.
+var FanoutColumns = []string{"subagents_observed", "subagents_live", "subagents_backfill", "distinct_tool_calls", "live_backfill_overlap"}
+
+// SpecWith is the scan of a catalog table's source under o: its Read
+// columns, the computed ones with their SQL.
+func SpecWith(t *models.Table, o Options) models.TableSpec {
 	spec := models.TableSpec{Name: t.Source, Alias: "t"}
 	exprs := map[string]string{"rows_sharing_id": "COALESCE(dup.n, 1)"}
+	dup := func(alias string) string {
+		if o.UniqueID {
+			return ""
+		}
+		return duplicateJoin(t.Source, alias)
+	}
+	if o.UniqueID {
+		exprs["rows_sharing_id"] = "1"
+	}
 	switch t.Source {
 	case models.SourceSubagents:
 		exprs = map[string]string{
@@ -31,13 +73,20 @@ func Spec(t *models.Table, featurePresent bool) models.TableSpec {
 			"session_missing":  sessionMissing,
 			"turn_attribution": turnAttribution,
 		}
-		spec.Join = duplicateJoin(models.SourceSubagents, "di") +
-			` LEFT JOIN (SELECT task_session_id AS ks, {{agent_execution_id}} AS ke, tool_call_id AS kc, COUNT(*) AS n
+		if o.UniqueID {
+			exprs["rows_sharing_id"] = "1"
+		}
+		spec.Join = dup("di")
+		if o.UniqueKey {
+			exprs["rows_sharing_key"] = "1"
+		} else {
+			spec.Join += ` LEFT JOIN (SELECT task_session_id AS ks, {{agent_execution_id}} AS ke, tool_call_id AS kc, COUNT(*) AS n
 			FROM task_session_subagents
 			WHERE ` + keyFits("task_session_id") + ` AND ` + keyFits("{{agent_execution_id}}") + ` AND ` + keyFits("tool_call_id") + `
 			GROUP BY 1, 2, 3 HAVING COUNT(*) > 1) dk
 			ON dk.ks = ` + boundedKey("t.task_session_id") + ` AND dk.ke = ` + boundedKey("{{t.agent_execution_id}}") +
-			` AND dk.kc = ` + boundedKey("t.tool_call_id")
+				` AND dk.kc = ` + boundedKey("t.tool_call_id")
+		}
 	case models.SourceSessions, models.SourceTurns:
 		key := "task_session_id"
 		if t.Source == models.SourceTurns {
@@ -48,18 +97,19 @@ func Spec(t *models.Table, featurePresent bool) models.TableSpec {
 			"subagents_observed": "COALESCE(a.n, 0)", "subagents_live": "COALESCE(a.n_live, 0)", "subagents_backfill": "COALESCE(a.n_backfill, 0)",
 			"distinct_tool_calls": "COALESCE(a.n_distinct, 0)", "live_backfill_overlap": "COALESCE(a.overlap, 0)",
 		}
+		fromSQL := o.FeaturePresent && !o.FanoutFromPass
 		for name, expr := range counts {
-			if !featurePresent {
+			if !fromSQL {
 				expr = "0"
 			}
 			exprs[name] = expr
 		}
-		if featurePresent {
+		if fromSQL {
 			spec.Join = fanoutJoin(key)
 		}
-		spec.Join += duplicateJoin(t.Source, "dup")
+		spec.Join += dup("dup")
 	default:
-		spec.Join = duplicateJoin(t.Source, "dup")
+		spec.Join = dup("dup")
 	}
 	for _, c := range t.Read {
 		col := models.ColumnSpec{Name: c.Name, Kind: c.Kind, Required: c.Required, MaxBytes: c.MaxBytes}
@@ -73,6 +123,12 @@ func Spec(t *models.Table, featurePresent bool) models.TableSpec {
 	}
 	return spec
 }
+
+// FanoutSource is the SQL, per subagent row, of fanoutJoin's live (1) and
+// backfill (2) flags as one value (0: neither), for a reader that counts
+// the fan-out itself: the same expression on source, so the same
+// collation, affinity and bound.
+var FanoutSource = `CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'live' THEN 1 WHEN source = 'backfill' THEN 2 ELSE 0 END`
 
 // keyFits and boundedKey keep every key the source compares — in a
 // grouping, a join or a lookup — within models.SQLitePrefixBytes: SQLite

@@ -31,9 +31,12 @@ import (
 //
 // The spec floor (a second line, timed once per store) is the previous
 // definition: the sqlite3 CLI running the extractor's own scan SQL, rendered
-// from the same table specs (joins and aggregates included), and the old
-// shape of the writer-health comparison with lexical instants. It grows and
-// shrinks with the extractor's SQL, so it is only a reference.
+// from the same table specs as a run renders them for the store (its scan
+// plan: joins the schema proves empty left out, the per-turn and
+// per-session fan-out taken from the message pass, whose Go work is not
+// timed here), and the old shape of the writer-health comparison with
+// lexical instants. It grows and shrinks with the extractor's SQL, so it is
+// only a reference.
 
 //go:embed floor-sqlite.sql
 var floorSQLite string
@@ -119,9 +122,9 @@ func specFloor(ctx context.Context, store string) ([]floorQuery, error) {
 	}
 	defer db.Close()
 	var out []floorQuery
-	var specs []models.TableSpec
-	for _, t := range models.Scanned() {
-		specs = append(specs, extract.Spec(t, true))
+	specs, err := plannedSpecs(ctx, store)
+	if err != nil {
+		return nil, err
 	}
 	for _, spec := range specs {
 		have, err := tableColumns(ctx, db, spec.Name)
@@ -154,6 +157,31 @@ func specFloor(ctx context.Context, store string) ([]floorQuery, error) {
 		out = append(out, floorQuery{Name: "writer health", SQL: strings.Join(strings.Fields(strings.ReplaceAll(specHealthSQL, "?1", lit)), " ")})
 	}
 	return out, nil
+}
+
+// plannedSpecs are the scans a run renders for a SQLite store: its scan
+// plan, with the fan-out from the message pass where the plan allows it.
+func plannedSpecs(ctx context.Context, store string) ([]models.TableSpec, error) {
+	src, err := extract.OpenSQLite(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	snap, err := src.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
+	plan, err := extract.PlanScans(ctx, snap, true)
+	if err != nil {
+		return nil, err
+	}
+	var specs []models.TableSpec
+	for _, t := range models.Scanned() {
+		spec, _ := plan.ScanSpec(t, &extract.Fanout{})
+		specs = append(specs, spec)
+	}
+	return specs, nil
 }
 
 // octetLength matches octet_length(x) with a simple argument.

@@ -2,8 +2,6 @@ SELECT CASE WHEN octet_length(t."id") <= 256 THEN t."id" WHEN octet_length(t."id
 	CASE WHEN octet_length(t."workspace_id") <= 256 THEN t."workspace_id" WHEN octet_length(t."workspace_id") <= 1048576 THEN substr(CAST(t."workspace_id" AS BLOB), 1, 256) END,
 	CASE WHEN octet_length(t."name") <= 256 THEN t."name" WHEN octet_length(t."name") <= 1048576 THEN substr(CAST(t."name" AS BLOB), 1, 256) END,
 	CASE WHEN octet_length(t."created_at") <= 64 THEN CAST(t."created_at" AS TEXT) WHEN octet_length(t."created_at") <= 1048576 THEN substr(CAST(t."created_at" AS BLOB), 1, 64) END,
-	CASE WHEN octet_length(t."updated_at") <= 64 THEN CAST(t."updated_at" AS TEXT) WHEN octet_length(t."updated_at") <= 1048576 THEN substr(CAST(t."updated_at" AS BLOB), 1, 64) END,
-	COALESCE(dup.n, 1),
+	CASE WHEN octet_length(t."updated_at") <= 64 THEN CAST(t."updated_at" AS TEXT) WHEN octet_length(t."updated_at") <= 1048576 THEN substr(CAST(t."updated_at" AS BLOB), 1, 64) END, 1,
 	CASE WHEN octet_length(t."id") > 256 OR octet_length(t."workspace_id") > 256 OR octet_length(t."name") > 256 OR octet_length(t."created_at") > 64 OR octet_length(t."updated_at") > 64 THEN CASE WHEN octet_length(t."id") > 256 THEN '0:' || CAST(octet_length(t."id") AS TEXT) || ',' ELSE '' END || CASE WHEN octet_length(t."workspace_id") > 256 THEN '1:' || CAST(octet_length(t."workspace_id") AS TEXT) || ',' ELSE '' END || CASE WHEN octet_length(t."name") > 256 THEN '2:' || CAST(octet_length(t."name") AS TEXT) || ',' ELSE '' END || CASE WHEN octet_length(t."created_at") > 64 THEN '3:' || CAST(octet_length(t."created_at") AS TEXT) || ',' ELSE '' END || CASE WHEN octet_length(t."updated_at") > 64 THEN '4:' || CAST(octet_length(t."updated_at") AS TEXT) || ',' ELSE '' END END
 FROM "workflows" AS t
-LEFT JOIN (SELECT id AS k, COUNT(*) AS n FROM workflows WHERE octet_length(id) <= 1048576 GROUP BY id HAVING COUNT(*) > 1) dup ON dup.k = CASE WHEN octet_length(t.id) <= 1048576 THEN t.id END

@@ -1,0 +1,743 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev-extract/extract/scans"
+	"github.com/kandev/kandev-extract/internal/pgtest"
+	"github.com/kandev/kandev-extract/internal/testkit"
+	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/transform"
+)
+
+// The fan-out counted by the message pass against the SQL it replaces
+// (scans.fanoutJoin, still what Spec renders and the scans' fallback):
+// every turns and sessions row, matched by its physical row (SQLite rowid,
+// PostgreSQL ctid), must get the same five counts both ways. The
+// comparison runs on every store the message-pass tests read (the real
+// fixtures in both dialects, the hostile and generated stores) through
+// compareMessagePassOn, and on the stores below, whose counts are also
+// checked against values worked out by hand.
+
+// fanRow is one scanned row: its id cell, its storage class (SQLite) and
+// its five counts.
+type fanRow struct {
+	id     any
+	class  string
+	counts FanoutCounts
+}
+
+// rowIdentity names the scanned row in SQL: the storage class of its id
+// and its physical position.
+func rowIdentity(d models.Dialect) string {
+	if d == models.DialectPostgres {
+		return `'text:' || t.ctid::text`
+	}
+	return `typeof(t.id) || ':' || t.rowid`
+}
+
+// scanFanoutRows scans a turns or sessions table: with old, the SQL of
+// Spec (the join); else the plan's scan with fo, which must take the
+// pass's counts.
+func scanFanoutRows(t *testing.T, snap models.Snapshot, plan *ScanPlan, tbl *models.Table, featurePresent bool, fo *Fanout, old bool) map[string]fanRow {
+	t.Helper()
+	var (
+		spec models.TableSpec
+		fill func(func([]any) error) func([]any) error
+	)
+	if old {
+		spec = Spec(tbl, featurePresent)
+	} else {
+		spec, fill = plan.ScanSpec(tbl, fo)
+		if fill == nil {
+			t.Fatalf("%s: the plan's scan does not take the pass's fan-out", tbl.Source)
+		}
+		if strings.Contains(spec.Join, "COUNT(DISTINCT") {
+			t.Fatalf("%s: the plan's scan still joins the fan-out aggregate", tbl.Source)
+		}
+	}
+	spec.Columns = append(spec.Columns, models.ColumnSpec{Name: "kx_row", Expr: rowIdentity(plan.dialect)})
+	idCol := tbl.ReadCol("id")
+	var cells []int
+	for _, name := range scans.FanoutColumns {
+		cells = append(cells, tbl.ReadCol(name))
+	}
+	out := map[string]fanRow{}
+	collect := func(row []any) error {
+		if len(row) != len(tbl.Read)+1 {
+			return fmt.Errorf("%d cells, want %d", len(row), len(tbl.Read)+1)
+		}
+		key := fmt.Sprint(row[len(row)-1])
+		n := make([]int64, len(cells))
+		for i, c := range cells {
+			v, ok := row[c].(int64)
+			if !ok {
+				return fmt.Errorf("%s %v: %s is %T, not int64", tbl.Source, row[idCol], scans.FanoutColumns[i], row[c])
+			}
+			n[i] = v
+		}
+		id := row[idCol]
+		if s, ok := id.(string); ok {
+			id = strings.Clone(s)
+		}
+		class, _, _ := strings.Cut(key, ":")
+		out[key] = fanRow{id: id, class: class, counts: FanoutCounts{n[0], n[1], n[2], n[3], n[4]}}
+		return nil
+	}
+	fn := collect
+	if fill != nil {
+		fn = fill(collect)
+	}
+	if err := snap.Scan(context.Background(), spec, fn); err != nil {
+		t.Fatalf("scan %s: %v", tbl.Source, err)
+	}
+	return out
+}
+
+// compareFanout requires the plan's scans with the pass's counts (fo) to
+// give every turns and sessions row the SQL join's five counts, and
+// returns the rows of each table. Where the plan keeps the SQL join for a
+// table, only that is read.
+func compareFanout(t *testing.T, snap models.Snapshot, plan *ScanPlan, fo *Fanout, featurePresent bool) (turns, sessions map[string]fanRow) {
+	t.Helper()
+	var out [2]map[string]fanRow
+	for i, table := range []string{models.TableTurn, models.TableSession} {
+		tbl := models.MustTable(table)
+		want := scanFanoutRows(t, snap, plan, tbl, featurePresent, nil, true)
+		out[i] = want
+		if fo == nil || !plan.PassFanout(tbl.Source) {
+			continue
+		}
+		got := scanFanoutRows(t, snap, plan, tbl, featurePresent, fo, false)
+		out[i] = got
+		if len(got) != len(want) {
+			t.Errorf("%s: %d rows from the pass's scan, %d from the SQL", tbl.Source, len(got), len(want))
+		}
+		bad := 0
+		for k, w := range want {
+			g, ok := got[k]
+			if !ok || g.counts != w.counts || fmt.Sprint(g.id) != fmt.Sprint(w.id) {
+				if bad++; bad <= 8 {
+					t.Errorf("%s row %s (id %.60v): pass %+v (found %v), SQL %+v", tbl.Source, k, w.id, g.counts, ok, w.counts)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %d of %d rows differ", tbl.Source, bad, len(want))
+		}
+	}
+	return out[0], out[1]
+}
+
+// readFanout reads a store's fan-out both ways, as a run reads it (the
+// plan, then the message pass), and compares them.
+func readFanout(t *testing.T, src models.Source) (plan *ScanPlan, turns, sessions map[string]fanRow) {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := src.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	meta, err := snap.Meta(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := snap.SubagentSchema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := transform.Installation(meta, transform.Shape(schema))
+	var since *time.Time
+	if state.CaptureSince.Valid() {
+		at := state.CaptureSince.At
+		since = &at
+	}
+	present := state.Shape != models.ShapeAbsent
+	if plan, err = PlanScans(ctx, snap, present); err != nil {
+		t.Fatal(err)
+	}
+	ev, _, err := ReadMessagesAndFanout(ctx, snap, since, present, nil, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages, err := snap.TableExists(ctx, models.SourceMessages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without task_session_messages there is no pass: the scans count.
+	if pass := present && messages && (plan.PassFanout(models.SourceTurns) || plan.PassFanout(models.SourceSessions)); pass != (ev.Fanout != nil) {
+		t.Fatalf("the pass counted the fan-out: %v, want %v", ev.Fanout != nil, pass)
+	}
+	turns, sessions = compareFanout(t, snap, plan, ev.Fanout, present)
+	return plan, turns, sessions
+}
+
+// byID returns the counts of the one row whose id (a string, or the prefix
+// of a truncated one of n bytes) and class match.
+func byID(t *testing.T, rows map[string]fanRow, id string, n int64, class string) FanoutCounts {
+	t.Helper()
+	var found []FanoutCounts
+	for _, r := range rows {
+		if class != "" && r.class != class {
+			continue
+		}
+		switch v := r.id.(type) {
+		case string:
+			if n == 0 && v == id {
+				found = append(found, r.counts)
+			}
+		case models.Truncated:
+			if n > 0 && v.Bytes == n && strings.HasPrefix(id, v.Prefix) {
+				found = append(found, r.counts)
+			}
+		}
+	}
+	if len(found) == 0 {
+		t.Fatalf("no row with id %.40q (%d bytes, %s)", id, n, class)
+	}
+	for _, f := range found[1:] {
+		if f != found[0] {
+			t.Errorf("rows with id %.40q differ: %+v", id, found)
+		}
+	}
+	return found[0]
+}
+
+func wantCounts(t *testing.T, what string, got FanoutCounts, observed, live, backfill, distinct, overlap int64) {
+	t.Helper()
+	if want := (FanoutCounts{observed, live, backfill, distinct, overlap}); got != want {
+		t.Errorf("%s: %+v, want %+v", what, got, want)
+	}
+}
+
+// TestFanoutHostileSQLite: the edge cases of the join the pass replaces, on
+// a real store — duplicated tool calls in a turn, a live and a backfill row
+// for one tool call, sources other than live and backfill (NULL, 'LIVE', one
+// over the key bound), empty, NULL, BLOB and over-long (256 B, 1 MiB) tool
+// call ids, empty, BLOB, over-long and NULL turn ids, a turn id listed twice
+// (its primary key lost), turns and sessions without rows, rows of a turn
+// that does not exist, BLOB and over-long session ids — counted by hand
+// and compared, row by row, with the SQL.
+func TestFanoutHostileSQLite(t *testing.T) {
+	path := testkit.CopyFixture(t, "fresh-activated.db")
+	db := testkit.SourceDB(t, path)
+	var task string
+	if err := db.QueryRow(`SELECT id FROM tasks ORDER BY id LIMIT 1`).Scan(&task); err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	rows, err := db.Query(`SELECT name FROM pragma_table_info('task_session_subagents') ORDER BY cid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		rows.Scan(&c)
+		cols = append(cols, c)
+	}
+	rows.Close()
+	db.Close()
+	list := strings.Join(cols, ", ")
+	const stamp = "'2026-08-20 10:00:00+00:00'"
+	huge := func(c string) string { return fmt.Sprintf("printf('%%.*c', 1100000, '%s')", c) }
+	long := func(c string, n int) string { return "'" + strings.Repeat(c, n) + "'" }
+	stmts := []string{
+		// tool_call_id and source may be NULL; the keys stay TEXT, BINARY,
+		// with the primary key and the unique key.
+		`CREATE TABLE tss_new (id TEXT PRIMARY KEY, task_session_id TEXT NOT NULL, task_id TEXT NOT NULL, turn_id TEXT,
+			tool_call_id TEXT, agent_execution_id TEXT NOT NULL DEFAULT 'unknown', parent_tool_call_id TEXT,
+			subagent_type TEXT, description TEXT, agent_id TEXT, child_session_id TEXT, model TEXT, agent_status TEXT,
+			tool_status TEXT, is_async INTEGER NOT NULL DEFAULT 0, total_tokens INTEGER, tool_use_count INTEGER,
+			duration_ms INTEGER, source TEXT DEFAULT 'live', observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP,
+			updated_at TIMESTAMP NOT NULL, UNIQUE (task_session_id, agent_execution_id, tool_call_id))`,
+		`INSERT INTO tss_new (` + list + `) SELECT ` + list + ` FROM task_session_subagents`,
+		`DROP TABLE task_session_subagents`,
+		`ALTER TABLE tss_new RENAME TO task_session_subagents`,
+		// task_session_turns without its primary key (CREATE TABLE … AS
+		// keeps the columns, TEXT as TEXT): a turn id may be listed twice.
+		`CREATE TABLE turns_copy AS SELECT * FROM task_session_turns`,
+		`DROP TABLE task_session_turns`,
+		`ALTER TABLE turns_copy RENAME TO task_session_turns`,
+	}
+	session := func(id string) string {
+		return fmt.Sprintf(`INSERT INTO task_sessions (id, task_id, started_at, updated_at) VALUES (%s, '%s', %s, %s)`, id, task, stamp, stamp)
+	}
+	turn := func(id string) string {
+		return fmt.Sprintf(`INSERT INTO task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES (%s, 'fx-s1', '%s', %s, %s, %s)`,
+			id, task, stamp, stamp, stamp)
+	}
+	n := 0
+	sub := func(sess, turnID, tc, source string) string {
+		n++
+		return fmt.Sprintf(`INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, source, observed_at, updated_at)
+			VALUES ('fx-r%d', %s, '%s', %s, %s, 'fx-r%d', %s, %s, %s)`, n, sess, task, turnID, tc, n, source, stamp, stamp)
+	}
+	s1, blobTurn := "'fx-s1'", "CAST('fx-blob' AS BLOB)"
+	stmts = append(stmts,
+		session(s1), session("'fx-s2'"), session("CAST('fx-s1' AS BLOB)"), session(long("s", 300)),
+		turn("'fx-t1'"), turn("'fx-t1'"), turn("'fx-t2'"), turn("''"), turn("'fx-blob'"), turn(blobTurn),
+		turn(long("l", 300)), turn(huge("h")),
+		// fx-t1: 12 rows.
+		sub(s1, "'fx-t1'", "'a'", "'live'"),
+		sub(s1, "'fx-t1'", "'a'", "'live'"),     // the same tool call twice
+		sub(s1, "'fx-t1'", "'a'", "'backfill'"), // live and backfill
+		sub(s1, "'fx-t1'", "'b'", "'backfill'"),
+		sub(s1, "'fx-t1'", "'c'", "'manual'"), // another source
+		sub(s1, "'fx-t1'", "''", "'live'"),    // empty: no tool call
+		sub(s1, "'fx-t1'", "NULL", "'live'"),
+		sub(s1, "'fx-t1'", "CAST('b' AS BLOB)", "'backfill'"), // not the TEXT 'b'
+		sub(s1, "'fx-t1'", long("z", 300), "NULL"),
+		sub(s1, "'fx-t1'", huge("y"), "'live'"), // over the key bound: no tool call
+		sub(s1, "'fx-t1'", "'d'", "'LIVE'"),
+		sub(s1, "'fx-t1'", "'e'", huge("l")),
+		// The empty turn id, the TEXT and BLOB turns, the over-long ones.
+		sub(s1, "''", "'q'", "'live'"), sub(s1, "''", "'q'", "'backfill'"),
+		sub(s1, "'fx-blob'", "'m'", "'live'"), sub(s1, "'fx-blob'", "'n'", "'live'"),
+		sub(s1, blobTurn, "'m'", "'backfill'"),
+		sub(s1, long("l", 300), "'p'", "'live'"), sub(s1, long("l", 300), "'p'", "'live'"),
+		sub(s1, huge("h"), "'o'", "'live'"),
+		// No turn, a turn that does not exist.
+		sub(s1, "NULL", "'nt'", "'live'"), sub(s1, "'fx-missing'", "'mt'", "'live'"),
+		// The BLOB session, the over-long one.
+		sub("CAST('fx-s1' AS BLOB)", "NULL", "'sb'", "'live'"),
+		sub(long("s", 300), "NULL", "'sl'", "'backfill'"),
+	)
+	testkit.SQLiteExec(t, path, stmts...)
+
+	src, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	plan, turns, sessions := readFanout(t, src)
+	if !plan.PassFanout(models.SourceTurns) || !plan.PassFanout(models.SourceSessions) {
+		t.Fatal("the plan keeps the SQL join on a store with Kandev's key types")
+	}
+	if plan.uniqueID[models.SourceTurns] || !plan.uniqueID[models.SourceSubagents] || !plan.uniqueKey {
+		t.Errorf("uniqueness: turns %v (no primary key), subagents %v, key %v", plan.uniqueID[models.SourceTurns], plan.uniqueID[models.SourceSubagents], plan.uniqueKey)
+	}
+	// fx-t1: 12 rows; live: the two a, '', NULL and the over-long tool
+	// call; backfill: a, b, BLOB b. Distinct tool calls: a, b, BLOB b, c,
+	// z×300, d, e; live a; backfill a, b, BLOB b: overlap 1 + 3 − 7.
+	wantCounts(t, "fx-t1", byID(t, turns, "fx-t1", 0, "text"), 12, 5, 3, 7, -3)
+	wantCounts(t, "fx-t2 (no rows)", byID(t, turns, "fx-t2", 0, "text"), 0, 0, 0, 0, 0)
+	wantCounts(t, "the empty turn id", byID(t, turns, "", 0, "text"), 2, 1, 1, 1, 1)
+	wantCounts(t, "TEXT fx-blob", byID(t, turns, "fx-blob", 0, "text"), 2, 2, 0, 2, 0)
+	wantCounts(t, "BLOB fx-blob", byID(t, turns, "fx-blob", 0, "blob"), 1, 0, 1, 1, 0)
+	wantCounts(t, "a 300-byte turn id", byID(t, turns, strings.Repeat("l", 300), 300, "text"), 2, 2, 0, 1, 0)
+	wantCounts(t, "a turn id over 1 MiB", byID(t, turns, strings.Repeat("h", 256), 1100000, "text"), 0, 0, 0, 0, 0)
+	// fx-s1: its 22 rows (fx-t1's 12, 2 of '', 3 of fx-blob, 2 of l×300,
+	// the h×1.1M one, no turn, a missing turn); distinct a, b, BLOB b, c,
+	// z, d, e, q, m, n, p, o, nt, mt (14); live a, q, m, n, p, o, nt, mt
+	// (8); backfill a, b, BLOB b, q, m (5): overlap 8 + 5 − 14.
+	wantCounts(t, "fx-s1", byID(t, sessions, "fx-s1", 0, "text"), 22, 13, 5, 14, -1)
+	wantCounts(t, "BLOB fx-s1", byID(t, sessions, "fx-s1", 0, "blob"), 1, 1, 0, 1, 0)
+	wantCounts(t, "fx-s2 (no rows)", byID(t, sessions, "fx-s2", 0, "text"), 0, 0, 0, 0, 0)
+	wantCounts(t, "a 300-byte session id", byID(t, sessions, strings.Repeat("s", 300), 300, "text"), 1, 0, 1, 1, 0)
+	if n := len(byIDAll(turns, "fx-t1")); n != 2 {
+		t.Errorf("fx-t1 is listed %d times, want 2", n)
+	}
+}
+
+func byIDAll(rows map[string]fanRow, id string) []FanoutCounts {
+	var out []FanoutCounts
+	for _, r := range rows {
+		if s, ok := r.id.(string); ok && s == id {
+			out = append(out, r.counts)
+		}
+	}
+	return out
+}
+
+// TestFanoutHostilePostgres: the same edge cases PostgreSQL can hold (no
+// BLOBs).
+func TestFanoutHostilePostgres(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.Shared(t)
+	db := pgtest.NewDatabase(t, c, testkit.Fixture(t, "fresh-activated.pg.sql"))
+	task := "(SELECT min(id) FROM tasks)"
+	const stamp = "'2026-08-20 10:00:00'"
+	huge := func(c string) string { return fmt.Sprintf("repeat('%s', 1100000)", c) }
+	long := func(c string, n int) string { return "'" + strings.Repeat(c, n) + "'" }
+	stmts := []string{
+		"SET session_replication_role = replica",
+		"ALTER TABLE task_session_subagents ALTER COLUMN tool_call_id DROP NOT NULL, ALTER COLUMN source DROP NOT NULL",
+		"ALTER TABLE task_session_turns DROP CONSTRAINT task_session_turns_pkey CASCADE",
+		// Ids over 1 MiB do not fit a btree index row: no index on them.
+		"DROP INDEX idx_subagents_turn_id",
+		"ALTER TABLE task_session_subagents DROP CONSTRAINT task_session_subagents_task_session_id_agent_execution_id_t_key",
+	}
+	session := func(id string) {
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO task_sessions (id, task_id, started_at, updated_at) VALUES (%s, %s, %s, %s)`, id, task, stamp, stamp))
+	}
+	turn := func(id string) {
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES (%s, 'fx-s1', %s, %s, %s, %s)`,
+			id, task, stamp, stamp, stamp))
+	}
+	n := 0
+	sub := func(sess, turnID, tc, source string) {
+		n++
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, source, observed_at, updated_at)
+			VALUES ('fx-r%d', %s, %s, %s, %s, 'fx-r%d', %s, %s, %s)`, n, sess, task, turnID, tc, n, source, stamp, stamp))
+	}
+	s1 := "'fx-s1'"
+	session(s1)
+	session("'fx-s2'")
+	session(long("s", 300))
+	for _, id := range []string{"'fx-t1'", "'fx-t1'", "'fx-t2'", "''", long("l", 300), huge("h")} {
+		turn(id)
+	}
+	sub(s1, "'fx-t1'", "'a'", "'live'")
+	sub(s1, "'fx-t1'", "'a'", "'live'")
+	sub(s1, "'fx-t1'", "'a'", "'backfill'")
+	sub(s1, "'fx-t1'", "'b'", "'backfill'")
+	sub(s1, "'fx-t1'", "'c'", "'manual'")
+	sub(s1, "'fx-t1'", "''", "'live'")
+	sub(s1, "'fx-t1'", "NULL", "'live'")
+	sub(s1, "'fx-t1'", long("z", 300), "NULL")
+	sub(s1, "'fx-t1'", huge("y"), "'live'")
+	sub(s1, "'fx-t1'", "'d'", "'LIVE'")
+	sub(s1, "'fx-t1'", "'e'", huge("l"))
+	sub(s1, "''", "'q'", "'live'")
+	sub(s1, "''", "'q'", "'backfill'")
+	sub(s1, long("l", 300), "'p'", "'live'")
+	sub(s1, long("l", 300), "'p'", "'live'")
+	sub(s1, huge("h"), "'o'", "'live'")
+	sub(s1, "NULL", "'nt'", "'live'")
+	sub(s1, "'fx-missing'", "'mt'", "'live'")
+	sub(long("s", 300), "NULL", "'sl'", "'backfill'")
+	if err := c.Exec(ctx, db, strings.Join(stmts, ";\n")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := OpenPostgres(ctx, c.DSN(db), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	plan, turns, sessions := readFanout(t, src)
+	if !plan.PassFanout(models.SourceTurns) || !plan.PassFanout(models.SourceSessions) {
+		t.Fatal("the plan keeps the SQL join on a store with Kandev's key types")
+	}
+	if plan.uniqueID[models.SourceTurns] || !plan.uniqueID[models.SourceSessions] || plan.uniqueKey {
+		t.Errorf("uniqueness: turns %v (no primary key), sessions %v, key %v (no constraint)", plan.uniqueID[models.SourceTurns], plan.uniqueID[models.SourceSessions], plan.uniqueKey)
+	}
+	// fx-t1: 11 rows; live a, a, '', NULL, y×1.1M; backfill a, b;
+	// distinct a, b, c, z, d, e (6); live a; backfill a, b: 1 + 2 − 6.
+	wantCounts(t, "fx-t1", byID(t, turns, "fx-t1", 0, ""), 11, 5, 2, 6, -3)
+	wantCounts(t, "fx-t2 (no rows)", byID(t, turns, "fx-t2", 0, ""), 0, 0, 0, 0, 0)
+	wantCounts(t, "the empty turn id", byID(t, turns, "", 0, ""), 2, 1, 1, 1, 1)
+	wantCounts(t, "a 300-byte turn id", byID(t, turns, strings.Repeat("l", 300), 300, ""), 2, 2, 0, 1, 0)
+	wantCounts(t, "a turn id over 1 MiB", byID(t, turns, strings.Repeat("h", 256), 1100000, ""), 0, 0, 0, 0, 0)
+	// fx-s1: 18 rows; live 5 + 1 + 2 + 1 + 1 + 1; backfill 2 + 1;
+	// distinct a, b, c, z, d, e, q, p, o, nt, mt (11); live a, q, p, o, nt,
+	// mt (6); backfill a, b, q (3): 6 + 3 − 11.
+	wantCounts(t, "fx-s1", byID(t, sessions, "fx-s1", 0, ""), 18, 11, 3, 11, -2)
+	wantCounts(t, "fx-s2 (no rows)", byID(t, sessions, "fx-s2", 0, ""), 0, 0, 0, 0, 0)
+	wantCounts(t, "a 300-byte session id", byID(t, sessions, strings.Repeat("s", 300), 300, ""), 1, 0, 1, 1, 0)
+	if n := len(byIDAll(turns, "fx-t1")); n != 2 {
+		t.Errorf("fx-t1 is listed %d times, want 2", n)
+	}
+}
+
+// TestFanoutKeptInSQL: where Go's equality is not the join's, the plan
+// keeps the SQL join (and the counts are the join's): a turn id declared
+// with NOCASE (SQLite), a turn_id without TEXT affinity (SQLite), turn ids
+// under another collation than turn_id's (PostgreSQL); and without
+// task_session_messages the pass does not run, so neither does its count.
+func TestFanoutKeptInSQL(t *testing.T) {
+	ctx := context.Background()
+	sqliteCase := func(t *testing.T, stmts ...string) *ScanPlan {
+		path := testkit.CopyFixture(t, "fresh-activated.db")
+		testkit.SQLiteExec(t, path, stmts...)
+		src, err := OpenSQLite(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		plan, _, _ := readFanout(t, src)
+		return plan
+	}
+	t.Run("NOCASE turn ids", func(t *testing.T) {
+		plan := sqliteCase(t,
+			`CREATE TABLE turns_new (id TEXT COLLATE NOCASE PRIMARY KEY, task_session_id TEXT NOT NULL, task_id TEXT NOT NULL,
+				started_at TIMESTAMP NOT NULL, completed_at TIMESTAMP, metadata TEXT, created_at TIMESTAMP, updated_at TIMESTAMP)`,
+			`INSERT INTO turns_new SELECT id, task_session_id, task_id, started_at, completed_at, metadata, created_at, updated_at FROM task_session_turns`,
+			`DROP TABLE task_session_turns`, `ALTER TABLE turns_new RENAME TO task_session_turns`)
+		if plan.PassFanout(models.SourceTurns) || !plan.PassFanout(models.SourceSessions) {
+			t.Errorf("pass fan-out: turns %v (want false), sessions %v (want true)", plan.PassFanout(models.SourceTurns), plan.PassFanout(models.SourceSessions))
+		}
+		if plan.uniqueID[models.SourceTurns] {
+			t.Error("a NOCASE primary key taken as proof of BINARY uniqueness")
+		}
+	})
+	t.Run("turn_id without a type", func(t *testing.T) {
+		// ALTER TABLE … RENAME/ADD keep the other columns: a new turn_id
+		// column with no declared type (BLOB affinity) takes the old one's values.
+		plan := sqliteCase(t,
+			`ALTER TABLE task_session_subagents ADD COLUMN turn_id_any`,
+			`UPDATE task_session_subagents SET turn_id_any = turn_id`,
+			`DROP INDEX idx_subagents_turn_id`,
+			`ALTER TABLE task_session_subagents DROP COLUMN turn_id`,
+			`ALTER TABLE task_session_subagents RENAME COLUMN turn_id_any TO turn_id`)
+		if plan.PassFanout(models.SourceTurns) || plan.PassFanout(models.SourceSessions) {
+			t.Errorf("pass fan-out with an untyped turn_id: turns %v, sessions %v", plan.PassFanout(models.SourceTurns), plan.PassFanout(models.SourceSessions))
+		}
+	})
+	t.Run("no messages table", func(t *testing.T) {
+		plan := sqliteCase(t, `DROP TABLE task_session_messages`)
+		if !plan.PassFanout(models.SourceTurns) {
+			t.Error("the plan refuses the pass's fan-out")
+		}
+		// readFanout compared the SQL only: the pass did not count.
+	})
+	t.Run("postgres collations differ", func(t *testing.T) {
+		c := pgtest.Shared(t)
+		db := pgtest.NewDatabase(t, c, testkit.Fixture(t, "fresh-activated.pg.sql"))
+		if err := c.Exec(ctx, db, `ALTER TABLE task_session_subagents ALTER COLUMN turn_id TYPE text COLLATE "C"`); err != nil {
+			t.Fatal(err)
+		}
+		src, err := OpenPostgres(ctx, c.DSN(db), OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		plan, _, _ := readFanout(t, src)
+		if plan.PassFanout(models.SourceTurns) || !plan.PassFanout(models.SourceSessions) {
+			t.Errorf("pass fan-out: turns %v (want false), sessions %v (want true)", plan.PassFanout(models.SourceTurns), plan.PassFanout(models.SourceSessions))
+		}
+	})
+}
+
+// TestOnlyBinaryCollations: COLLATE is read as SQLite tokenizes, never in
+// a string or a quoted name.
+func TestOnlyBinaryCollations(t *testing.T) {
+	for sql, want := range map[string]bool{
+		`CREATE TABLE t (id TEXT PRIMARY KEY, x TEXT COLLATE BINARY)`:      true,
+		`CREATE TABLE t (id TEXT PRIMARY KEY, x TEXT collate "binary")`:    true,
+		`CREATE TABLE t (id TEXT, x TEXT DEFAULT 'COLLATE NOCASE')`:        true,
+		`CREATE TABLE t (id TEXT, "collate" TEXT, [COLLATE] TEXT)`:         true,
+		`CREATE TABLE t (id TEXT -- COLLATE NOCASE` + "\n" + `)`:           true,
+		`CREATE TABLE t (id TEXT /* COLLATE NOCASE */)`:                    true,
+		`CREATE TABLE t (id TEXT COLLATE NOCASE PRIMARY KEY)`:              false,
+		`CREATE TABLE t (id TEXT COLLATE "NOCASE")`:                        false,
+		`CREATE TABLE t (id TEXT COLLATE RTRIM)`:                           false,
+		`CREATE TABLE t (id TEXT COLLATE 'BINARY')`:                        false,
+		`CREATE TABLE t (id TEXT, x TEXT CHECK (x = 'a' COLLATE NOCASE))`:  false,
+		`CREATE TABLE t (id TEXT COLLATE`:                                  false,
+		`CREATE TABLE t (id TEXT DEFAULT 'it''s' COLLATE NOCASE)`:          false,
+		`CREATE TABLE t (id TEXT DEFAULT 'it''s COLLATE NOCASE' NOT NULL)`: true,
+	} {
+		if got := onlyBinaryCollations(sql); got != want {
+			t.Errorf("%s: %v, want %v", sql, got, want)
+		}
+	}
+	for decl, want := range map[string]bool{"TEXT": true, "varchar(36)": true, "CLOB": true, "": false, "BLOB": false,
+		"INTEGER": false, "TIMESTAMP": false, "CHARINT": false, "NUMERIC": false} {
+		if got := textAffinity(decl); got != want {
+			t.Errorf("textAffinity(%q) = %v, want %v", decl, got, want)
+		}
+	}
+}
+
+// TestScanPlanUniqueness: a unique index that compares as the GROUP BY does
+// leaves the duplicate-id and duplicate-key joins out (the computed column
+// is 1); without one — no primary key, a NOCASE key, a partial or an
+// expression index, a deferrable constraint — the joins stay and still
+// report the duplicates.
+func TestScanPlanUniqueness(t *testing.T) {
+	ctx := context.Background()
+	sharing := func(t *testing.T, snap models.Snapshot, plan *ScanPlan, table, col string) map[string]int64 {
+		t.Helper()
+		tbl := models.MustTable(table)
+		idCol, c := tbl.ReadCol("id"), tbl.ReadCol(col)
+		out := map[string]int64{}
+		if err := plan.Scan(ctx, snap, tbl, nil, func(row []any) error {
+			n, ok := row[c].(int64)
+			if !ok {
+				return fmt.Errorf("%s is %T", col, row[c])
+			}
+			if n != 1 {
+				out[fmt.Sprint(row[idCol])] = n
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	joins := func(plan *ScanPlan, table string) string {
+		return plan.Spec(models.MustTable(table), false).Join
+	}
+	open := func(t *testing.T, location string) (models.Snapshot, *ScanPlan) {
+		t.Helper()
+		src, err := Open(ctx, location)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { src.Close() })
+		snap, err := src.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { snap.Close() })
+		plan, err := PlanScans(ctx, snap, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap, plan
+	}
+	all := []string{models.TableFact, models.TableSession, models.TableTurn, models.TableTask, models.TableWorkflow, models.TableWorkflowStep}
+
+	t.Run("kandev schema", func(t *testing.T) {
+		for _, loc := range []string{testkit.Fixture(t, "fresh-activated.db"), testkit.Fixture(t, "upgraded-backfill.db")} {
+			snap, plan := open(t, loc)
+			if !plan.uniqueKey {
+				t.Errorf("%s: the unique key is not proven", loc)
+			}
+			for _, table := range all {
+				if j := joins(plan, table); strings.Contains(j, "HAVING COUNT(*) > 1") {
+					t.Errorf("%s: %s still joins a duplicate count: %s", loc, table, j)
+				}
+				if got := sharing(t, snap, plan, table, "rows_sharing_id"); len(got) > 0 {
+					t.Errorf("%s: %s rows sharing an id: %v", loc, table, got)
+				}
+			}
+		}
+	})
+
+	t.Run("sqlite keys lost or not BINARY", func(t *testing.T) {
+		path := testkit.CopyFixture(t, "fresh-activated.db")
+		db := testkit.SourceDB(t, path)
+		var dupTask, key string
+		if err := db.QueryRow(`SELECT min(id) FROM tasks`).Scan(&dupTask); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(`SELECT id FROM task_session_subagents WHERE agent_execution_id <> 'unknown' ORDER BY id LIMIT 1`).Scan(&key); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		cols := `id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, source, observed_at, updated_at`
+		testkit.SQLiteExec(t, path,
+			// tasks: no primary key, one row twice.
+			`CREATE TABLE tasks_copy AS SELECT * FROM tasks`, `DROP TABLE tasks`, `ALTER TABLE tasks_copy RENAME TO tasks`,
+			`INSERT INTO tasks SELECT * FROM tasks WHERE id = '`+dupTask+`'`,
+			// workflows: a unique index, but partial.
+			`CREATE TABLE wf_copy AS SELECT * FROM workflows`, `DROP TABLE workflows`, `ALTER TABLE wf_copy RENAME TO workflows`,
+			`CREATE UNIQUE INDEX wf_partial ON workflows(id) WHERE id <> ''`,
+			// workflow_steps: a unique expression index, then a NOCASE one
+			// in the table itself: 'X' and 'x' are one id to the GROUP BY.
+			`CREATE TABLE ws_new (id TEXT COLLATE NOCASE PRIMARY KEY, workflow_id TEXT, name TEXT, stage_type TEXT, position INTEGER, created_at TIMESTAMP, updated_at TIMESTAMP)`,
+			`INSERT INTO ws_new SELECT id, workflow_id, name, stage_type, position, created_at, updated_at FROM workflow_steps`,
+			`DROP TABLE workflow_steps`, `ALTER TABLE ws_new RENAME TO workflow_steps`,
+			`CREATE UNIQUE INDEX ws_expr ON workflow_steps(lower(id))`,
+			`INSERT INTO workflow_steps (id, workflow_id, name, position) VALUES ('Step-X', 'w', 'n', 9)`,
+			// task_session_subagents: the unique key lost, one key twice;
+			// a unique index on the id with its columns reordered kept as
+			// the primary key's stand-in.
+			`CREATE TABLE tss_copy AS SELECT * FROM task_session_subagents`, `DROP TABLE task_session_subagents`,
+			`ALTER TABLE tss_copy RENAME TO task_session_subagents`,
+			`CREATE UNIQUE INDEX tss_id ON task_session_subagents(id)`,
+			`INSERT INTO task_session_subagents (`+cols+`) SELECT 'dup-key-row', `+strings.TrimPrefix(cols, "id, ")+` FROM task_session_subagents WHERE id = '`+key+`'`,
+		)
+		snap, plan := open(t, path)
+		for table, want := range map[string]bool{models.SourceTasks: false, models.SourceWorkflows: false, models.SourceSteps: false,
+			models.SourceSubagents: true, models.SourceSessions: true, models.SourceTurns: true} {
+			if plan.uniqueID[table] != want {
+				t.Errorf("%s: id proven unique %v, want %v", table, plan.uniqueID[table], want)
+			}
+		}
+		if plan.uniqueKey {
+			t.Error("the subagent key proven unique without its constraint")
+		}
+		if got := sharing(t, snap, plan, models.TableTask, "rows_sharing_id"); len(got) != 1 || got[dupTask] != 2 {
+			t.Errorf("tasks sharing an id: %v, want %s: 2", got, dupTask)
+		}
+		if got := sharing(t, snap, plan, models.TableFact, "rows_sharing_key"); len(got) != 2 || got[key] != 2 || got["dup-key-row"] != 2 {
+			t.Errorf("subagent rows sharing the key: %v, want %s and dup-key-row: 2", got, key)
+		}
+		steps := sharing(t, snap, plan, models.TableWorkflowStep, "rows_sharing_id")
+		if len(steps) != 0 {
+			t.Errorf("workflow steps sharing an id: %v", steps)
+		}
+	})
+
+	t.Run("sqlite NOCASE ids the GROUP BY merges", func(t *testing.T) {
+		path := testkit.CopyFixture(t, "fresh-activated.db")
+		testkit.SQLiteExec(t, path,
+			`CREATE TABLE ws_new (id TEXT COLLATE NOCASE, workflow_id TEXT, name TEXT, stage_type TEXT, position INTEGER, created_at TIMESTAMP, updated_at TIMESTAMP)`,
+			`INSERT INTO ws_new SELECT id, workflow_id, name, stage_type, position, created_at, updated_at FROM workflow_steps`,
+			`DROP TABLE workflow_steps`, `ALTER TABLE ws_new RENAME TO workflow_steps`,
+			`CREATE UNIQUE INDEX ws_binary ON workflow_steps(id COLLATE BINARY)`,
+			`INSERT INTO workflow_steps (id, workflow_id, name, position) VALUES ('Step-X', 'w', 'n', 9), ('step-x', 'w', 'n', 10)`)
+		snap, plan := open(t, path)
+		if plan.uniqueID[models.SourceSteps] {
+			t.Fatal("a BINARY index taken as proof for a NOCASE column")
+		}
+		got := sharing(t, snap, plan, models.TableWorkflowStep, "rows_sharing_id")
+		if len(got) != 2 || got["Step-X"] != 2 || got["step-x"] != 2 {
+			t.Errorf("steps sharing an id under NOCASE: %v", got)
+		}
+	})
+
+	t.Run("postgres", func(t *testing.T) {
+		c := pgtest.Shared(t)
+		db := pgtest.NewDatabase(t, c, testkit.Fixture(t, "fresh-activated.pg.sql"))
+		snap, plan := open(t, c.DSN(db))
+		if !plan.uniqueKey {
+			t.Error("the unique key is not proven")
+		}
+		for _, table := range all {
+			if j := joins(plan, table); strings.Contains(j, "HAVING COUNT(*) > 1") {
+				t.Errorf("%s still joins a duplicate count: %s", table, j)
+			}
+		}
+		snap.Close()
+		stmts := []string{
+			// tasks: no primary key, a row twice.
+			`ALTER TABLE tasks DROP CONSTRAINT tasks_pkey CASCADE`,
+			`INSERT INTO tasks SELECT * FROM tasks WHERE id = (SELECT min(id) FROM tasks)`,
+			// workflows: a partial unique index only.
+			`ALTER TABLE workflows DROP CONSTRAINT workflows_pkey CASCADE`,
+			`CREATE UNIQUE INDEX wf_partial ON workflows(id) WHERE id <> ''`,
+			// workflow_steps: a deferrable primary key.
+			`ALTER TABLE workflow_steps DROP CONSTRAINT workflow_steps_pkey CASCADE`,
+			`ALTER TABLE workflow_steps ADD PRIMARY KEY (id) DEFERRABLE`,
+			// task_sessions: a unique index under a nondeterministic collation.
+			`CREATE COLLATION kx_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)`,
+			`ALTER TABLE task_sessions DROP CONSTRAINT task_sessions_pkey CASCADE`,
+			`CREATE UNIQUE INDEX ts_ci ON task_sessions(id COLLATE kx_ci)`,
+			// task_session_subagents: the unique key lost, a key twice; the
+			// key's unique index, reordered, stands for the primary key.
+			`ALTER TABLE task_session_subagents DROP CONSTRAINT task_session_subagents_task_session_id_agent_execution_id_t_key`,
+			`INSERT INTO task_session_subagents SELECT 'dup-key-row', task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
+				subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count,
+				duration_ms, source, observed_at, settled_at, updated_at FROM task_session_subagents WHERE agent_execution_id <> 'unknown' ORDER BY id LIMIT 1`,
+		}
+		if err := c.Exec(ctx, db, "SET session_replication_role = replica;\n"+strings.Join(stmts, ";\n")); err != nil {
+			t.Fatal(err)
+		}
+		snap, plan = open(t, c.DSN(db))
+		for table, want := range map[string]bool{models.SourceTasks: false, models.SourceWorkflows: false, models.SourceSteps: false,
+			models.SourceSessions: false, models.SourceSubagents: true, models.SourceTurns: true} {
+			if plan.uniqueID[table] != want {
+				t.Errorf("%s: id proven unique %v, want %v", table, plan.uniqueID[table], want)
+			}
+		}
+		if plan.uniqueKey {
+			t.Error("the subagent key proven unique without its constraint")
+		}
+		if got := sharing(t, snap, plan, models.TableTask, "rows_sharing_id"); len(got) != 1 || slices.Collect(maps.Values(got))[0] != 2 {
+			t.Errorf("tasks sharing an id: %v, want one id: 2", got)
+		}
+		if got := sharing(t, snap, plan, models.TableFact, "rows_sharing_key"); len(got) != 2 || got["dup-key-row"] != 2 {
+			t.Errorf("subagent rows sharing the key: %v, want 2 rows: 2", got)
+		}
+	})
+}
