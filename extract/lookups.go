@@ -161,18 +161,7 @@ func (c *liteConn) plainTextColumn(table, column string) (bool, error) {
 	}
 	decl := libc.GoString(*(*uintptr)(cPointer(out)))
 	coll := libc.GoString(*(*uintptr)(cPointer(out + 8)))
-	return textAffinity(decl) && strings.EqualFold(coll, "BINARY"), nil
+	return textAffinity(decl) && strings.EqualFold(coll, "BINARY"), nil // textAffinity: uniqueness.go
 }
 
 func unsafe40(p uintptr) []byte { return (*[40]byte)(cPointer(p))[:] }
-
-// textAffinity applies SQLite's affinity rules to a declared type
-// (https://sqlite.org/datatype3.html, 3.1): INT first, then CHAR, CLOB or
-// TEXT.
-func textAffinity(decl string) bool {
-	u := strings.ToUpper(decl)
-	if strings.Contains(u, "INT") {
-		return false
-	}
-	return strings.Contains(u, "CHAR") || strings.Contains(u, "CLOB") || strings.Contains(u, "TEXT")
-}
