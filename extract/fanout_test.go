@@ -7,13 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
-	"github.com/kandev/kandev-extract/transform"
 )
 
 // The fan-out counted by the message pass against the SQL it replaces
@@ -140,26 +138,9 @@ func compareFanout(t *testing.T, snap models.Snapshot, plan *ScanPlan, fo *Fanou
 func readFanout(t *testing.T, src models.Source) (plan *ScanPlan, turns, sessions map[string]fanRow) {
 	t.Helper()
 	ctx := context.Background()
-	snap, err := src.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, _, since, present := beginWithState(t, src)
 	defer snap.Close()
-	meta, err := snap.Meta(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := snap.SubagentSchema(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := transform.Installation(meta, transform.Shape(schema))
-	var since *time.Time
-	if state.CaptureSince.Valid() {
-		at := state.CaptureSince.At
-		since = &at
-	}
-	present := state.Shape != models.ShapeAbsent
+	var err error
 	if plan, err = PlanScans(ctx, snap, present); err != nil {
 		t.Fatal(err)
 	}

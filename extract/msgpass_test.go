@@ -31,14 +31,16 @@ func compareMessagePass(t *testing.T, path string) (MessageEvidence, *models.Hea
 	return compareMessagePassOn(t, src)
 }
 
-func compareMessagePassOn(t *testing.T, src models.Source) (MessageEvidence, *models.HealthCounts) {
+// beginWithState begins a snapshot of src (the caller closes it) and
+// reads the installation state a run reads: capture_since (nil when not
+// a usable instant) and whether task_session_subagents exists.
+func beginWithState(t *testing.T, src models.Source) (models.Snapshot, models.InstallationState, *time.Time, bool) {
 	t.Helper()
 	ctx := context.Background()
 	snap, err := src.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer snap.Close()
 	meta, err := snap.Meta(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +55,14 @@ func compareMessagePassOn(t *testing.T, src models.Source) (MessageEvidence, *mo
 		at := state.CaptureSince.At
 		since = &at
 	}
-	subagents := state.Shape != models.ShapeAbsent
+	return snap, state, since, state.Shape != models.ShapeAbsent
+}
+
+func compareMessagePassOn(t *testing.T, src models.Source) (MessageEvidence, *models.HealthCounts) {
+	t.Helper()
+	ctx := context.Background()
+	snap, state, since, subagents := beginWithState(t, src)
+	defer snap.Close()
 	health, _ := transform.HealthPlan(state)
 
 	want, err := ReadMessageEvidence(ctx, snap, since, subagents)
