@@ -92,6 +92,8 @@ func (tr *transformers) highWater(table string) time.Time {
 var (
 	firstTable = models.TableFact
 	forkTable  = models.TableSession
+	// restTables: the turns first; the others need nothing from the
+	// message pass (with two readers they are read while it runs).
 	restTables = []string{models.TableTurn, models.TableTask, models.TableWorkflow, models.TableWorkflowStep}
 )
 
@@ -301,8 +303,9 @@ func (r *readers) readAll(ctx context.Context) error {
 			return join(err)
 		}
 	}
-	r.opts.phase(r.installation, PhaseHealth)
+	rest := restTables
 	if r.fork == nil {
+		r.opts.phase(r.installation, PhaseHealth)
 		if err := r.readMessages(ctx, r.snap); err != nil {
 			return err
 		}
@@ -311,10 +314,18 @@ func (r *readers) readAll(ctx context.Context) error {
 		}
 	} else {
 		// The fact is read. The turns need the message pass's results (its
-		// evidence, and the fan-out their scan takes from it): wait for the
-		// pass, which ends on its own (on an error, or when ctx is
-		// cancelled); task_sessions, read after it on the second reader,
-		// may still be read meanwhile.
+		// evidence, and the fan-out their scan takes from it); the tables
+		// that do not are read while the pass runs. Then wait for the pass,
+		// which ends on its own (on an error, or when ctx is cancelled);
+		// task_sessions, read after it on the second reader, may still be
+		// read meanwhile.
+		for _, table := range restTables[1:] {
+			if err := r.read(ctx, r.snap, table); err != nil {
+				return join(err)
+			}
+		}
+		rest = restTables[:1]
+		r.opts.phase(r.installation, PhaseHealth)
 		t0 := time.Now()
 		<-passDone
 		waited += time.Since(t0)
@@ -324,7 +335,7 @@ func (r *readers) readAll(ctx context.Context) error {
 	}
 	r.stages.Health += r.messages
 	r.tr.ctx.TurnEvidence = r.evidence.Turns
-	for _, table := range restTables {
+	for _, table := range rest {
 		if err := r.read(ctx, r.snap, table); err != nil {
 			return join(err)
 		}

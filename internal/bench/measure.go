@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,14 +29,30 @@ type proc struct {
 
 func (p proc) CPU() time.Duration { return p.User + p.Sys }
 
-// runProc runs cmd to completion and measures it.
+// runProc runs cmd to completion and measures it. Peak RSS is the child's
+// own high-water mark where the OS tells it (Linux: hwm_linux.go), else
+// wait4's.
 func runProc(cmd *exec.Cmd) (proc, error) {
 	t0 := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return proc{}, err
+	}
+	var hwm atomic.Int64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		sampleHWM(cmd.Process.Pid, stop, &hwm)
+	}()
+	err := cmd.Wait()
+	close(stop)
+	<-sampled
 	p := proc{Wall: time.Since(t0)}
 	if st := cmd.ProcessState; st != nil {
 		p.User, p.Sys = st.UserTime(), st.SystemTime()
 		p.MaxRSS = maxRSS(st) // rusage_*.go
+	}
+	if h := hwm.Load(); h > 0 {
+		p.MaxRSS = h
 	}
 	return p, err
 }
