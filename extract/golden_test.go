@@ -60,7 +60,7 @@ func checkGolden(t *testing.T, dialect, name, got string) {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if string(want) != got {
-		t.Errorf("%s: the rendered SQL differs from %s (run `go test ./extract -run TestRenderedSQL -update` and review the diff)", name, path)
+		t.Errorf("%s: the rendered SQL differs from %s (run `go test ./extract -run TestRenderedSQL -update` and review the diff)%s", name, path, firstDifference(string(want), got))
 	}
 }
 
@@ -131,4 +131,22 @@ func TestRenderedSQLPostgres(t *testing.T) {
 	checkGolden(t, "postgres", "message_pass_messages", fmt.Sprintf(pgPassMessages, "<exclusion of messages whose metadata is not JSON, after a failed first try>"))
 	checkGolden(t, "postgres", "message_pass_subagents", pgPassSubagents)
 	checkGolden(t, "postgres", "message_pass_subagents_fanout", pgPassSubagentsFanout)
+}
+
+// firstDifference names the first line where want and got differ.
+func firstDifference(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return fmt.Sprintf("\n  line %d, file:     %.300s\n  line %d, rendered: %.300s", i+1, a, i+1, b)
+		}
+	}
+	return ""
 }

@@ -149,8 +149,11 @@ func TestLookupsOnlyForPlainTextIDs(t *testing.T) {
 }
 
 // TestLiteConnCancel: a cancelled context interrupts a running statement
-// (sqlite3_interrupt from the context's goroutine) and the query returns
-// the context's error; the connection stays usable.
+// (sqlite3_interrupt from the context's goroutine, repeated until the
+// statement ends: one interrupt landing before the first step is cleared
+// by SQLite, and this test once ran for minutes on a busy machine) and the
+// query returns the context's error; the connection stays usable. The
+// cancel lands at spread moments, before and after the statement starts.
 func TestLiteConnCancel(t *testing.T) {
 	path := testkit.CopyFixture(t, "fresh-activated.db")
 	c, err := openLite(path, false, 0)
@@ -158,17 +161,27 @@ func TestLiteConnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		cancel()
-	}()
-	err = c.query(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n`, nil, func([]any) error { return nil })
-	if err != context.Canceled {
-		t.Fatalf("cancelled query: %v, want context.Canceled", err)
+	const forever = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n`
+	for i := 0; i < 60; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		delay := time.Duration(i%20) * 250 * time.Microsecond
+		go func() {
+			time.Sleep(delay)
+			cancel()
+		}()
+		done := make(chan error, 1)
+		go func() { done <- c.query(ctx, forever, nil, func([]any) error { return nil }) }()
+		select {
+		case err := <-done:
+			if err != context.Canceled {
+				t.Fatalf("cancel after %s: %v, want context.Canceled", delay, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("cancel after %s: the statement still runs 20 s later", delay)
+		}
 	}
 	var n int64
 	if err := c.queryRow(context.Background(), `SELECT count(*) FROM sqlite_master`, nil, &n); err != nil || n == 0 {
-		t.Fatalf("after the interrupt: %d, %v", n, err)
+		t.Fatalf("after the interrupts: %d, %v", n, err)
 	}
 }

@@ -141,28 +141,40 @@ func (c *liteConn) err(rc int32) error {
 
 // interruptOn interrupts the running statement when ctx is done; the
 // returned func stops that and must be called before the statement is
-// finalized.
+// finalized. The interrupt is repeated every 10 ms until then: SQLite
+// clears it when a statement starts while none is running, so one
+// interrupt that lands between prepare and the first step is lost (seen:
+// TestLiteConnCancel ran on for minutes on a busy machine).
 func (c *liteConn) interruptOn(ctx context.Context) func() {
 	if ctx.Done() == nil {
 		return func() {}
 	}
-	ran := make(chan struct{})
+	quit, ran := make(chan struct{}), make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(ran)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed {
-			return
-		}
 		// Not c.tls: that one is the reader's, and a TLS is not safe for
 		// concurrent use.
 		tls := libc.NewTLS()
-		sqlite3.Xsqlite3_interrupt(tls, c.db)
-		tls.Close()
+		defer tls.Close()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			c.mu.Lock()
+			if !c.closed {
+				sqlite3.Xsqlite3_interrupt(tls, c.db)
+			}
+			c.mu.Unlock()
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
 	})
 	return func() {
 		if !stop() {
-			<-ran // the interrupt ran or is running: let it finish
+			close(quit) // the interrupts run: end them, and wait
+			<-ran
 		}
 	}
 }
