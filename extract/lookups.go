@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"strings"
-
-	"modernc.org/libc"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
@@ -68,11 +64,13 @@ func (s *sqliteSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec,
 		if max := spec.Columns[key].MaxBytes; max != 0 && max < models.MaxLabelBytes {
 			continue // the scan does not read every decidable key whole
 		}
-		plain, err := s.lite.plainTextColumn(l.table, "id")
+		// The id column compares TEXT as bytes: TEXT affinity and BINARY
+		// collation, as the scan plan reads them (uniqueness.go).
+		f, err := (&sqliteProber{snap: s}).facts(ctx, l.table)
 		if err != nil {
-			return spec, fn, s.src.wrap("column metadata of "+l.table, err)
+			return spec, fn, err
 		}
-		if !plain {
+		if !f.keyCols["id"] {
 			continue
 		}
 		set, err := s.lookupIDs(ctx, l.table)
@@ -132,36 +130,3 @@ func (s *sqliteSnapshot) lookupIDs(ctx context.Context, table string) (lookupSet
 	s.lookupSets[table] = set
 	return set, nil
 }
-
-// plainTextColumn says whether table.column is declared with TEXT affinity
-// and BINARY collation (sqlite3_table_column_metadata; a view, a missing
-// column or an unreadable schema is not).
-func (c *liteConn) plainTextColumn(table, column string) (bool, error) {
-	zDB, err := libc.CString("main")
-	if err != nil {
-		return false, err
-	}
-	defer libc.Xfree(c.tls, zDB)
-	zTable, err := libc.CString(table)
-	if err != nil {
-		return false, err
-	}
-	defer libc.Xfree(c.tls, zTable)
-	zCol, err := libc.CString(column)
-	if err != nil {
-		return false, err
-	}
-	defer libc.Xfree(c.tls, zCol)
-	out := c.tls.Alloc(40) // data type, collation, not null, primary key, autoincrement
-	defer c.tls.Free(40)
-	clear(unsafe40(out))
-	rc := sqlite3.Xsqlite3_table_column_metadata(c.tls, c.db, zDB, zTable, zCol, out, out+8, out+16, out+24, out+32)
-	if rc != sqlite3.SQLITE_OK {
-		return false, nil
-	}
-	decl := libc.GoString(*(*uintptr)(cPointer(out)))
-	coll := libc.GoString(*(*uintptr)(cPointer(out + 8)))
-	return textAffinity(decl) && strings.EqualFold(coll, "BINARY"), nil // textAffinity: uniqueness.go
-}
-
-func unsafe40(p uintptr) []byte { return (*[40]byte)(cPointer(p))[:] }

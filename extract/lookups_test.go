@@ -124,27 +124,39 @@ func TestLookupsInGoMatchSQL(t *testing.T) {
 }
 
 // TestLookupsOnlyForPlainTextIDs: the lookups are decided in Go only where
-// the looked-up id column compares TEXT as bytes.
+// the looked-up id column compares TEXT as bytes (TEXT affinity, BINARY
+// collation), as the scan plan's schema facts read it.
 func TestLookupsOnlyForPlainTextIDs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "types.db")
-	testkit.SQLiteExec(t, path, `CREATE TABLE t (
-		a TEXT, b VARCHAR(40), c CLOB, d, e BLOB, f INTEGER, g TEXT COLLATE NOCASE, h TEXT COLLATE RTRIM, i NUMERIC, j CHARINT)`)
-	c, err := openLite(path, false, 0)
+	decls := map[string]bool{"TEXT": true, "VARCHAR(40)": true, "CLOB": true, "": false, "BLOB": false, "INTEGER": false,
+		"TEXT COLLATE NOCASE": false, "TEXT COLLATE RTRIM": false, "TEXT COLLATE BINARY": true, "NUMERIC": false, "CHARINT": false}
+	var stmts []string
+	names := map[string]string{}
+	i := 0
+	for decl := range decls {
+		i++
+		names[decl] = fmt.Sprintf("t%d", i)
+		stmts = append(stmts, fmt.Sprintf("CREATE TABLE t%d (id %s)", i, decl))
+	}
+	testkit.SQLiteExec(t, path, stmts...)
+	src, err := OpenSQLite(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	for col, want := range map[string]bool{"a": true, "b": true, "c": true, "d": false, "e": false, "f": false, "g": false, "h": false, "i": false, "j": false, "nope": false} {
-		got, err := c.plainTextColumn("t", col)
+	defer src.Close()
+	snap, err := src.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	for decl, want := range decls {
+		f, err := (&sqliteProber{snap: snap}).facts(context.Background(), names[decl])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != want {
-			t.Errorf("column %s: plain TEXT %v, want %v", col, got, want)
+		if got := f.keyCols["id"]; got != want {
+			t.Errorf("id %s: compares as bytes %v, want %v", decl, got, want)
 		}
-	}
-	if got, _ := c.plainTextColumn("no_table", "a"); got {
-		t.Error("a missing table has a plain TEXT column")
 	}
 }
 
