@@ -319,15 +319,17 @@ func (p *jsonParser) skip() int {
 func skipString(s string, i int) int {
 	i++
 	for {
-		j := strings.IndexAny(s[i:], `"\`)
+		// The next quote, then a backslash before it (rare): two
+		// IndexByte calls are several times faster than IndexAny.
+		j := strings.IndexByte(s[i:], '"')
 		if j < 0 {
 			return len(s)
 		}
-		i += j
-		if s[i] == '"' {
-			return i + 1
+		if k := strings.IndexByte(s[i:i+j], '\\'); k >= 0 {
+			i += k + 2 // an escape: its next byte is never the closing quote
+			continue
 		}
-		i += 2 // an escape: its next byte is never the closing quote
+		return i + j + 1
 	}
 }
 
