@@ -50,6 +50,10 @@ func jsonValid(s string) bool {
 type jsonParser struct {
 	s string
 	i int
+	// top, when set, is told of each member of the outermost object as
+	// it is checked: the key as written (escapes not decoded) and where
+	// its value begins.
+	top func(key string, value int)
 }
 
 func (p *jsonParser) space() {
@@ -80,15 +84,20 @@ func (p *jsonParser) value(depth int) bool {
 			return true
 		}
 		for {
+			keyStart := p.i
 			if p.i >= len(p.s) || p.s[p.i] != '"' || !p.str() {
 				return false
 			}
+			keyEnd := p.i
 			p.space()
 			if p.i >= len(p.s) || p.s[p.i] != ':' {
 				return false
 			}
 			p.i++
 			p.space()
+			if depth == 0 && p.top != nil {
+				p.top(p.s[keyStart+1:keyEnd-1], p.i)
+			}
 			if !p.value(depth + 1) {
 				return false
 			}
@@ -333,6 +342,46 @@ func skipString(s string, i int) int {
 	}
 }
 
+// validSubagentTask is jsonValid(s) and, for a valid s, subagentTask(s),
+// in one walk of the text: the check notes where the outermost object's
+// first "normalized" and "tool_call_id" members begin, and only those
+// values are read again.
+func validSubagentTask(s string) (valid, kind bool, tc any) {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	norm, call := -1, -1
+	p := jsonParser{s: s, top: func(key string, value int) {
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = unescapeJSON(key)
+		}
+		switch {
+		case key == "normalized" && norm < 0:
+			norm = value
+		case key == "tool_call_id" && call < 0:
+			call = value
+		}
+	}}
+	p.space()
+	if !p.value(0) {
+		return false, false, nil
+	}
+	p.space()
+	if p.i != len(p.s) {
+		return false, false, nil
+	}
+	r := jsonParser{s: s}
+	if norm >= 0 && s[norm] == '{' {
+		r.i = norm
+		kind = r.normalizedKind()
+	}
+	if call >= 0 {
+		r.i = call
+		tc = r.extractValue()
+	}
+	return true, kind, tc
+}
+
 // subagentTask reads, from a valid JSON text, whether
 // json_extract(X, '$.normalized.kind') = 'subagent_task', and
 // json_extract(X, '$.tool_call_id') as the driver would return it.
@@ -355,18 +404,7 @@ func subagentTask(s string) (bool, any) {
 		case key == "normalized" && !gotNorm:
 			gotNorm = true
 			if p.s[p.i] == '{' {
-				found := false
-				p.members(func(k string) {
-					if k == "kind" && !found {
-						found = true
-						if p.s[p.i] == '"' {
-							start := p.skip()
-							kind = unescapeJSON(p.s[start+1:p.i-1]) == "subagent_task"
-							return
-						}
-					}
-					p.skip()
-				})
+				kind = p.normalizedKind()
 				return
 			}
 		case key == "tool_call_id" && !gotTC:
@@ -377,6 +415,24 @@ func subagentTask(s string) (bool, any) {
 		p.skip()
 	})
 	return kind, tc
+}
+
+// normalizedKind reads the (valid) object at p.i, moving past it: whether
+// its first "kind" member is the string subagent_task.
+func (p *jsonParser) normalizedKind() bool {
+	kind, found := false, false
+	p.members(func(k string) {
+		if k == "kind" && !found {
+			found = true
+			if p.s[p.i] == '"' {
+				start := p.skip()
+				kind = unescapeJSON(p.s[start+1:p.i-1]) == "subagent_task"
+				return
+			}
+		}
+		p.skip()
+	})
+	return kind
 }
 
 // members calls fn for each member of the object at p.i with p.i at the

@@ -79,6 +79,10 @@ func checkJSON(t *testing.T, db *sql.DB, s string) bool {
 		t.Errorf("jsonValid(%q) = %v, SQLite says %v", clipText(s), got, wantValid)
 		return false
 	}
+	if valid, k, v := validSubagentTask(s); valid != wantValid || (valid && (k != wantKind || !sameSQLValue(v, wantTC))) {
+		t.Errorf("validSubagentTask(%q) = %v, %v, %#v; SQLite says %v, %v, %#v", clipText(s), valid, k, v, wantValid, wantKind, wantTC)
+		return false
+	}
 	if !wantValid {
 		return true
 	}

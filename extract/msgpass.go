@@ -673,10 +673,10 @@ func (p *msgPass) raw(row []any) error {
 			}
 			break // malformed
 		}
-		if !jsonValid(meta) {
+		valid, kind, v := validSubagentTask(meta)
+		if !valid {
 			break // malformed
 		}
-		kind, v := subagentTask(meta)
 		if !kind {
 			return nil
 		}
