@@ -192,8 +192,9 @@ func (s *pgSnapshot) forRows(ctx context.Context, q string, args []any, fn func(
 		return err
 	}
 	defer rows.Close()
+	dec := newPGRowDecoder(rows)
 	for rows.Next() {
-		vals, err := rows.Values()
+		vals, err := dec.decode(rows.RawValues())
 		if err != nil {
 			return err
 		}

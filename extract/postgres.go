@@ -524,8 +524,9 @@ func (p *pgSnapshot) stream(ctx context.Context, table, q string, args []any, fn
 		return p.src.wrap("read", table, err)
 	}
 	defer rows.Close()
+	dec := newPGRowDecoder(rows)
 	for rows.Next() {
-		vals, err := rows.Values()
+		vals, err := dec.decode(rows.RawValues())
 		if err != nil {
 			return p.src.wrap("read", table, err)
 		}
