@@ -336,6 +336,12 @@ type pgSnapshot struct {
 	// exported is the snapshot's id for a fork (pg_export_snapshot), or
 	// exportErr why there is none.
 	exported, exportErr string
+	// lookupSets and lookupFacts are read for the lookups decided in Go
+	// (pglookups.go), once per snapshot; lookupsInSQL (tests) probes every
+	// lookup in SQL.
+	lookupSets   map[string]lookupSet
+	lookupFacts  map[string]*tableFacts
+	lookupsInSQL bool
 }
 
 func (p *pgSnapshot) At() time.Time { return p.at }
@@ -489,6 +495,10 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 	// timestamp without time zone is read as is: its wall clock is UTC by
 	// Kandev's contract, and no session TimeZone is ever applied to it.
 	types, err := p.pgColumnTypes(ctx, spec.Name)
+	if err != nil {
+		return err
+	}
+	spec, fn, err = p.lookupsInGo(ctx, spec, fn)
 	if err != nil {
 		return err
 	}
