@@ -513,7 +513,7 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 // table with the given columns and column types.
 func pgScanSQL(source string, spec models.TableSpec, cols []string, types map[string]pgColumnType) (string, capPlan, error) {
 	have := columnSet(cols)
-	capped, lengths, plan := capSpec(spec, have, pgCap(types))
+	capped, lengths, plan := capSpec(spec, have, pgCapWhole(types))
 	list, err := selectList(source, capped, have, func(c string) string { return c })
 	if err != nil {
 		return "", plan, err
