@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -143,4 +144,36 @@ func sameCell(a, b any) bool {
 		return ok && math.IsNaN(y)
 	}
 	return reflect.DeepEqual(a, b) && fmt.Sprintf("%T", a) == fmt.Sprintf("%T", b)
+}
+
+// TestPGIntern: the shared strings are always the value read — repeats of
+// the previous value, of a few short values, long values, empty ones, and
+// a column of distinct ids long enough for the table to give up.
+func TestPGIntern(t *testing.T) {
+	var c pgIntern
+	check := func(s string) {
+		t.Helper()
+		buf := []byte(s)
+		got := c.get(buf)
+		for i := range buf {
+			buf[i] = '#' // the decoder's buffer is reused
+		}
+		if g, ok := got.(string); !ok || g != s {
+			t.Fatalf("get(%q) = %#v", s, got)
+		}
+	}
+	long := strings.Repeat("L", pgInternMaxLen+1)
+	for i := 0; i < 3*pgInternGiveUp; i++ {
+		check(fmt.Sprintf("id-%d", i))
+		check(fmt.Sprintf("id-%d", i))
+		check([]string{"live", "backfill", "", "é"}[i%4])
+		check(long + fmt.Sprint(i%3))
+		check(long + fmt.Sprint(i%3))
+	}
+	if !c.off {
+		t.Errorf("the table did not give up on distinct ids")
+	}
+	for _, s := range []string{"a", "a", "", "", "b", long, long, "a"} {
+		check(s)
+	}
 }
