@@ -105,8 +105,8 @@ func TestPGLookupsInGoMatchSQL(t *testing.T) {
 			}
 		}
 	}
-	if len(inGo.lookupSets) != 2 || len(bySQL.lookupSets) != 0 {
-		t.Errorf("id sets read: %d in Go (want 2), %d by SQL (want 0)", len(inGo.lookupSets), len(bySQL.lookupSets))
+	if inGo.lookupIDsRead != 3 || bySQL.lookupIDsRead != 0 {
+		t.Errorf("id sets read: %d in Go (want 3: two for the fact, one for the turns), %d by SQL (want 0)", inGo.lookupIDsRead, bySQL.lookupIDsRead)
 	}
 	fact := pgLookupCells(t, bySQL, models.TableFact)
 	for id, want := range map[string]string{

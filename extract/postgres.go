@@ -336,12 +336,12 @@ type pgSnapshot struct {
 	// exported is the snapshot's id for a fork (pg_export_snapshot), or
 	// exportErr why there is none.
 	exported, exportErr string
-	// lookupSets and lookupFacts are read for the lookups decided in Go
-	// (pglookups.go), once per snapshot; lookupsInSQL (tests) probes every
-	// lookup in SQL.
-	lookupSets   map[string]lookupSet
-	lookupFacts  map[string]*tableFacts
-	lookupsInSQL bool
+	// lookupFacts are read for the lookups decided in Go (pglookups.go),
+	// once per snapshot; lookupIDsRead counts the id sets read (tests);
+	// lookupsInSQL (tests) probes every lookup in SQL.
+	lookupFacts   map[string]*tableFacts
+	lookupIDsRead int
+	lookupsInSQL  bool
 }
 
 func (p *pgSnapshot) At() time.Time { return p.at }
