@@ -179,3 +179,24 @@ func TestPGLookupsOnlyWhereBytesCompare(t *testing.T) {
 		}
 	}
 }
+
+// TestPGIDSet: the bucketed sorted set answers as a map of the same ids
+// does, empty or not.
+func TestPGIDSet(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 70000} {
+		var keys []key128
+		in := map[string]bool{}
+		for i := 0; i < n; i++ {
+			id := fmt.Sprintf("id-%d", i*2)
+			keys = append(keys, lookupKey(id))
+			in[id] = true
+		}
+		set := newPGIDSet(keys)
+		for i := 0; i < 2*n+10; i++ {
+			id := fmt.Sprintf("id-%d", i)
+			if set.has(id) != in[id] {
+				t.Fatalf("n=%d: has(%s) = %v", n, id, !in[id])
+			}
+		}
+	}
+}
