@@ -3,6 +3,7 @@ package extract
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"slices"
 
 	"github.com/kandev/kandev-extract/extract/scans"
@@ -196,19 +197,34 @@ func (s pgIDSet) has(id string) bool {
 }
 
 // lookupIDs reads the ids of table a key left to the reader can equal (at
-// most models.MaxLabelBytes).
+// most models.MaxLabelBytes). Each id is hashed from the bytes the server
+// sent, which are the text's (the column is text or varchar: see
+// comparesAsBytes), without making a string of it.
 func (p *pgSnapshot) lookupIDs(ctx context.Context, table string) (pgIDSet, error) {
-	var keys []key128
 	q := fmt.Sprintf(`SELECT id FROM %s WHERE octet_length(id) <= %d`, quoteIdent(table), models.MaxLabelBytes)
-	err := p.stream(ctx, table, q, nil, func(row []any) error {
-		if id, ok := row[0].(string); ok {
-			keys = append(keys, lookupKey(id))
-		}
-		return nil
-	})
+	rows, err := p.tx.Query(ctx, q)
 	if err != nil {
-		return pgIDSet{}, err
+		return pgIDSet{}, p.src.wrap("read", table, err)
+	}
+	defer rows.Close()
+	if fds := rows.FieldDescriptions(); len(fds) != 1 || !pgTextField(rows, 0) {
+		return pgIDSet{}, fmt.Errorf("source %s: read %s: its ids are not read as text", p.src.location, table)
+	}
+	var keys []key128
+	for rows.Next() {
+		if id := rows.RawValues()[0]; id != nil {
+			keys = append(keys, lookupKeyBytes(id))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return pgIDSet{}, p.src.wrap("read", table, err)
 	}
 	p.lookupIDsRead++
 	return newPGIDSet(keys), nil
+}
+
+// lookupKeyBytes is lookupKey(string(b)), without the string (maphash
+// hashes a string and a byte slice of the same content alike).
+func lookupKeyBytes(b []byte) key128 {
+	return key128{maphash.Bytes(passSeeds[0], b), maphash.Bytes(passSeeds[1], b)}
 }

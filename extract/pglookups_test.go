@@ -200,3 +200,12 @@ func TestPGIDSet(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupKeyBytes: an id hashed from its bytes is the key of its text.
+func TestLookupKeyBytes(t *testing.T) {
+	for _, s := range []string{"", "a", "id-1", strings.Repeat("é", 128), "\x00\xff"} {
+		if lookupKeyBytes([]byte(s)) != lookupKey(s) {
+			t.Errorf("%q: the bytes' key differs from the text's", s)
+		}
+	}
+}

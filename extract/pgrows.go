@@ -228,3 +228,14 @@ func (c *pgIntern) lookup(b []byte) (any, string) {
 	}
 	return v, s
 }
+
+// pgTextField reports whether the result's field i is decoded as a string
+// of its raw bytes (pgtype.TextCodec, as pgRowDecoder reads text).
+func pgTextField(rows pgx.Rows, i int) bool {
+	dt, ok := rows.Conn().TypeMap().TypeForOID(rows.FieldDescriptions()[i].DataTypeOID)
+	if !ok {
+		return false
+	}
+	_, text := dt.Codec.(pgtype.TextCodec)
+	return text
+}
