@@ -207,11 +207,11 @@ func (p *pgSnapshot) lookupIDs(ctx context.Context, table string) (pgIDSet, erro
 		return pgIDSet{}, p.src.wrap("read", table, err)
 	}
 	defer rows.Close()
-	if fds := rows.FieldDescriptions(); len(fds) != 1 || !pgTextField(rows, 0) {
-		return pgIDSet{}, fmt.Errorf("source %s: read %s: its ids are not read as text", p.src.location, table)
-	}
 	var keys []key128
-	for rows.Next() {
+	for first := true; rows.Next(); first = false {
+		if first && (len(rows.FieldDescriptions()) != 1 || !pgTextField(rows, 0)) {
+			return pgIDSet{}, fmt.Errorf("source %s: read %s: its ids are not read as text", p.src.location, table)
+		}
 		if id := rows.RawValues()[0]; id != nil {
 			keys = append(keys, lookupKeyBytes(id))
 		}
