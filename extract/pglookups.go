@@ -15,8 +15,8 @@ import (
 // session_missing, are an EXISTS probe of the primary-key index of
 // task_sessions or task_session_turns per row — 3.1 s of the server's 7.0 s
 // for the 1 M-row fact scan of the large store (`\copy` of its SQL to
-// /dev/null, with and without the probes). The reader reads those ids once
-// (an index-only scan) and decides the keys it can decide exactly: a key of
+// /dev/null, with and without the probes). The reader reads those ids
+// before the scan (an index-only scan) and decides the keys it can decide exactly: a key of
 // at most models.MaxLabelBytes (the scan reads it whole), not NULL, not
 // empty for turn_attribution, in a text or varchar column whose collation
 // is deterministic and the same as the id column's, itself text or varchar
@@ -61,7 +61,7 @@ func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn 
 		// the previous key decided and its answer: rows come clustered
 		// (90 % of the large store's subagent rows repeat the previous
 		// row's session id), and a comparison is cheaper than two hashes
-		// and a map probe.
+		// and a search.
 		lastKey   string
 		lastValue int32
 		decided   bool
