@@ -75,8 +75,12 @@ func (p *msgPass) pgSubagent(row []any) {
 	since, _ := row[3].(bool)
 	var obs time.Time
 	if t, ok := row[4].(time.Time); ok {
-		// timestamp without time zone: its wall clock is UTC.
-		obs = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+		// timestamp without time zone: its wall clock is UTC (the row
+		// decoder gives it in UTC already: no rebuilding then).
+		obs = t
+		if t.Location() != time.UTC {
+			obs = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+		}
 	}
 	turn, sess, tc := classifyValue(row[0]), classifyValue(row[1]), classifyValue(row[2])
 	if p.fan == nil {
@@ -192,8 +196,9 @@ func (s *pgSnapshot) forRows(ctx context.Context, q string, args []any, fn func(
 		return err
 	}
 	defer rows.Close()
+	dec := newPGRowDecoder(rows)
 	for rows.Next() {
-		vals, err := rows.Values()
+		vals, err := dec.decode(rows.RawValues())
 		if err != nil {
 			return err
 		}

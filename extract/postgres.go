@@ -336,6 +336,12 @@ type pgSnapshot struct {
 	// exported is the snapshot's id for a fork (pg_export_snapshot), or
 	// exportErr why there is none.
 	exported, exportErr string
+	// lookupFacts are read for the lookups decided in Go (pglookups.go),
+	// once per snapshot; lookupIDsRead counts the id sets read (tests);
+	// lookupsInSQL (tests) probes every lookup in SQL.
+	lookupFacts   map[string]*tableFacts
+	lookupIDsRead int
+	lookupsInSQL  bool
 }
 
 func (p *pgSnapshot) At() time.Time { return p.at }
@@ -492,6 +498,10 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 	if err != nil {
 		return err
 	}
+	spec, fn, err = p.lookupsInGo(ctx, spec, fn)
+	if err != nil {
+		return err
+	}
 	q, plan, err := pgScanSQL(p.src.location, spec, cols, types)
 	if err != nil {
 		return err
@@ -503,7 +513,7 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 // table with the given columns and column types.
 func pgScanSQL(source string, spec models.TableSpec, cols []string, types map[string]pgColumnType) (string, capPlan, error) {
 	have := columnSet(cols)
-	capped, lengths, plan := capSpec(spec, have, pgCap(types))
+	capped, lengths, plan := capSpec(spec, have, pgCapWhole(types))
 	list, err := selectList(source, capped, have, func(c string) string { return c })
 	if err != nil {
 		return "", plan, err
@@ -524,8 +534,9 @@ func (p *pgSnapshot) stream(ctx context.Context, table, q string, args []any, fn
 		return p.src.wrap("read", table, err)
 	}
 	defer rows.Close()
+	dec := newPGRowDecoder(rows)
 	for rows.Next() {
-		vals, err := rows.Values()
+		vals, err := dec.decode(rows.RawValues())
 		if err != nil {
 			return p.src.wrap("read", table, err)
 		}

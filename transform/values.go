@@ -117,7 +117,13 @@ func asStamp(v any) (t time.Time, valid bool, problem string) {
 		return time.Time{}, false, ""
 	case time.Time:
 		// timestamp without time zone: the wall clock is UTC by Kandev's
-		// contract, whatever location the driver attached.
+		// contract, whatever location the driver attached. A value already
+		// in UTC (extract's PostgreSQL reader gives every one in UTC) is
+		// that wall clock as it is: Round(0) only drops a monotonic reading,
+		// as rebuilding it would.
+		if x.Location() == time.UTC {
+			return x.Round(0), true, ""
+		}
 		return time.Date(x.Year(), x.Month(), x.Day(), x.Hour(), x.Minute(), x.Second(), x.Nanosecond(), time.UTC), true, ""
 	case string:
 		t, _, err := ParseStamp(x)

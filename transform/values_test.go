@@ -62,6 +62,9 @@ func TestAsStampAndOffsets(t *testing.T) {
 		{"yesterday", "", true, false},
 		{int64(1764483218), "", true, false},
 		{time.Date(2026, 8, 3, 15, 0, 0, 123456000, time.FixedZone("X", 3600)), "2026-08-03T15:00:00.123456Z", false, false},
+		{time.Date(2026, 8, 3, 15, 0, 0, 123456000, time.UTC), "2026-08-03T15:00:00.123456Z", false, false},
+		{time.Unix(1785769200, 123456000).UTC(), "2026-08-03T15:00:00.123456Z", false, false},
+		{time.Unix(1785769200, 123456000).In(time.Local), time.Unix(1785769200, 123456000).In(time.Local).Format("2006-01-02T15:04:05.999999999") + "Z", false, false},
 	}
 	for _, tt := range tests {
 		got, valid, problem := asStamp(tt.in)
@@ -190,6 +193,21 @@ func BenchmarkAsStamp(b *testing.B) {
 	for b.Loop() {
 		if _, ok, _ := asStamp(v); !ok {
 			b.Fatal("not a stamp")
+		}
+	}
+}
+
+// TestAsStampUTCAsIs: a time.Time already in UTC is read as the same
+// value (==, location and all) that rebuilding its wall clock in UTC gives.
+func TestAsStampUTCAsIs(t *testing.T) {
+	for _, v := range []time.Time{
+		time.Now().UTC(), time.Unix(-62135596800, 0).UTC(), time.Unix(253402300799, 999999000).UTC(),
+		time.Date(2026, 2, 24, 7, 12, 0, 123457000, time.UTC), {},
+	} {
+		got, ok, problem := asStamp(v)
+		want := time.Date(v.Year(), v.Month(), v.Day(), v.Hour(), v.Minute(), v.Second(), v.Nanosecond(), time.UTC)
+		if !ok || problem != "" || got != want {
+			t.Errorf("asStamp(%#v) = %#v, %v, %q; want %#v", v, got, ok, problem, want)
 		}
 	}
 }

@@ -1,4 +1,7 @@
-SELECT left(t."id"::text, 256), left(t."task_session_id"::text, 256), left(t."task_id"::text, 256), t."started_at", t."completed_at", left(t."metadata"::text, 16384), t."updated_at",
+SELECT CASE WHEN octet_length(t."id"::text) <= 256 THEN t."id"::text ELSE left(t."id"::text, 256) END,
+	CASE WHEN octet_length(t."task_session_id"::text) <= 256 THEN t."task_session_id"::text ELSE left(t."task_session_id"::text, 256) END,
+	CASE WHEN octet_length(t."task_id"::text) <= 256 THEN t."task_id"::text ELSE left(t."task_id"::text, 256) END, t."started_at", t."completed_at",
+	CASE WHEN octet_length(t."metadata"::text) <= 16384 THEN t."metadata"::text ELSE left(t."metadata"::text, 16384) END, t."updated_at",
 	COALESCE(a.n, 0),
 	COALESCE(a.n_live, 0),
 	COALESCE(a.n_backfill, 0),

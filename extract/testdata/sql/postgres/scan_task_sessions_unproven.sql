@@ -1,4 +1,7 @@
-SELECT left(t."id"::text, 256), left(t."task_id"::text, 256), left(t."state"::text, 256), left(t."agent_profile_id"::text, 256), t."is_primary", t."started_at", t."completed_at", t."updated_at",
+SELECT CASE WHEN octet_length(t."id"::text) <= 256 THEN t."id"::text ELSE left(t."id"::text, 256) END,
+	CASE WHEN octet_length(t."task_id"::text) <= 256 THEN t."task_id"::text ELSE left(t."task_id"::text, 256) END,
+	CASE WHEN octet_length(t."state"::text) <= 256 THEN t."state"::text ELSE left(t."state"::text, 256) END,
+	CASE WHEN octet_length(t."agent_profile_id"::text) <= 256 THEN t."agent_profile_id"::text ELSE left(t."agent_profile_id"::text, 256) END, t."is_primary", t."started_at", t."completed_at", t."updated_at",
 	COALESCE(a.n, 0),
 	COALESCE(a.n_live, 0),
 	COALESCE(a.n_backfill, 0),

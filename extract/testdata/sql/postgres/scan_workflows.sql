@@ -1,3 +1,5 @@
-SELECT left(t."id"::text, 256), left(t."workspace_id"::text, 256), left(t."name"::text, 256), t."created_at", t."updated_at", 1,
+SELECT CASE WHEN octet_length(t."id"::text) <= 256 THEN t."id"::text ELSE left(t."id"::text, 256) END,
+	CASE WHEN octet_length(t."workspace_id"::text) <= 256 THEN t."workspace_id"::text ELSE left(t."workspace_id"::text, 256) END,
+	CASE WHEN octet_length(t."name"::text) <= 256 THEN t."name"::text ELSE left(t."name"::text, 256) END, t."created_at", t."updated_at", 1,
 	CASE WHEN octet_length(t."id"::text) > 256 OR octet_length(t."workspace_id"::text) > 256 OR octet_length(t."name"::text) > 256 THEN CASE WHEN octet_length(t."id"::text) > 256 THEN '0:' || CAST(octet_length(t."id"::text) AS TEXT) || ',' ELSE '' END || CASE WHEN octet_length(t."workspace_id"::text) > 256 THEN '1:' || CAST(octet_length(t."workspace_id"::text) AS TEXT) || ',' ELSE '' END || CASE WHEN octet_length(t."name"::text) > 256 THEN '2:' || CAST(octet_length(t."name"::text) AS TEXT) || ',' ELSE '' END END
 FROM "workflows" AS t

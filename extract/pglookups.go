@@ -1,0 +1,230 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+
+	"github.com/kandev/kandev-extract/extract/scans"
+	"github.com/kandev/kandev-extract/models"
+)
+
+// Lookups decided in Go on PostgreSQL, as on SQLite (lookups.go): the
+// fact's session_missing and turn_attribution, and the turn's
+// session_missing, are an EXISTS probe of the primary-key index of
+// task_sessions or task_session_turns per row — 3.1 s of the server's 7.0 s
+// for the 1 M-row fact scan of the large store (`\copy` of its SQL to
+// /dev/null, with and without the probes). The reader reads those ids
+// before the scan (an index-only scan) and decides the keys it can decide exactly: a key of
+// at most models.MaxLabelBytes (the scan reads it whole), not NULL, not
+// empty for turn_attribution, in a text or varchar column whose collation
+// is deterministic and the same as the id column's, itself text or varchar
+// with a deterministic collation (pgProber.facts, the scan plan's schema
+// facts): `s.id = t.key` is then byte equality of the two values. Every
+// other key keeps the probe in SQL, and so does every key of a store whose
+// columns are declared otherwise, and a server older than 12 (no
+// collisdeterministic). Ids are held as 128-bit hashes, as on SQLite, in a
+// sorted slice (16 bytes an id: 6.4 MB for the large store's 400,000
+// turns, against 13 MB in a map) read for each scan and dropped with it;
+// clustered rows repeat the previous row's key, whose answer is reused, so
+// few keys are searched.
+
+// pgLookupExpr renders lookup column name so that the server probes only
+// the keys the reader cannot decide; it returns "" unless the column's
+// expression is the one scans renders (scans.LookupsInGo recognises it).
+func pgLookupExpr(spec models.TableSpec, i int) string {
+	c := spec.Columns[i]
+	if spec.Alias != "t" || scans.LookupsInGo(spec, c.Name).Columns[i].Expr == c.Expr {
+		return ""
+	}
+	fits := fmt.Sprintf("octet_length(t.%%s) <= %d", models.MaxLabelBytes)
+	switch c.Name {
+	case "session_missing":
+		return fmt.Sprintf("CASE WHEN "+fits+" THEN %d ELSE %s END", "task_session_id", scans.LookupInGo, c.Expr)
+	case "turn_attribution":
+		return fmt.Sprintf("CASE WHEN t.turn_id <> '' AND "+fits+" THEN %d ELSE %s END", "turn_id", scans.LookupInGo, c.Expr)
+	}
+	return ""
+}
+
+// lookupsInGo returns spec with the lookup columns it can decide in Go
+// rendered by pgLookupExpr, and the row function that decides them.
+func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn func(row []any) error) (models.TableSpec, func(row []any) error, error) {
+	if p.lookupsInSQL {
+		return spec, fn, nil
+	}
+	type lookup struct {
+		col, key       int
+		set            pgIDSet
+		found, missing int32 // the column's value (int4, as the server's CASE gives it)
+		// the previous key decided and its answer: rows come clustered
+		// (90 % of the large store's subagent rows repeat the previous
+		// row's session id), and a comparison is cheaper than two hashes
+		// and a search.
+		lastKey   string
+		lastValue int32
+		decided   bool
+	}
+	var (
+		todo  []lookup
+		exprs = map[int]string{}
+	)
+	for _, l := range lookupTables {
+		col, key := spec.Column(l.column), spec.Column(l.key)
+		if col < 0 || key < 0 {
+			continue
+		}
+		if max := spec.Columns[key].MaxBytes; max != 0 && max < models.MaxLabelBytes {
+			continue // the scan does not read every decidable key whole
+		}
+		expr := pgLookupExpr(spec, col)
+		if expr == "" {
+			continue
+		}
+		ok, err := p.comparesAsBytes(ctx, spec.Name, l.key, l.table)
+		if err != nil {
+			return spec, fn, err
+		}
+		if !ok {
+			continue
+		}
+		set, err := p.lookupIDs(ctx, l.table)
+		if err != nil {
+			return spec, fn, err
+		}
+		lk := lookup{col: col, key: key, set: set, found: 0, missing: 1}
+		if l.column == "turn_attribution" {
+			lk.found, lk.missing = 1, 2
+		}
+		todo = append(todo, lk)
+		exprs[col] = expr
+	}
+	if len(todo) == 0 {
+		return spec, fn, nil
+	}
+	rendered := spec
+	rendered.Columns = append([]models.ColumnSpec(nil), spec.Columns...)
+	for i, e := range exprs {
+		rendered.Columns[i].Expr = e
+	}
+	return rendered, func(row []any) error {
+		for i := range todo {
+			l := &todo[i]
+			if n, ok := row[l.col].(int32); !ok || n != scans.LookupInGo {
+				continue
+			}
+			k, ok := row[l.key].(string)
+			if !ok {
+				return fmt.Errorf("scan of %s: a key left to the reader is a %T, not text", spec.Name, row[l.key])
+			}
+			if !l.decided || k != l.lastKey {
+				l.lastValue = l.missing
+				if l.set.has(k) {
+					l.lastValue = l.found
+				}
+				l.lastKey, l.decided = k, true
+			}
+			row[l.col] = l.lastValue
+		}
+		return fn(row)
+	}, nil
+}
+
+// comparesAsBytes reports whether table's column key and lookup's id
+// compare as bytes (see above).
+func (p *pgSnapshot) comparesAsBytes(ctx context.Context, table, key, lookup string) (bool, error) {
+	pr := &pgProber{snap: p}
+	if ok, err := pr.supported(ctx); err != nil || !ok {
+		return false, err
+	}
+	if p.lookupFacts == nil {
+		p.lookupFacts = map[string]*tableFacts{}
+	}
+	facts := func(t string) (*tableFacts, error) {
+		if f, ok := p.lookupFacts[t]; ok {
+			return f, nil
+		}
+		f, err := pr.facts(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		p.lookupFacts[t] = f
+		return f, nil
+	}
+	a, err := facts(table)
+	if err != nil {
+		return false, err
+	}
+	b, err := facts(lookup)
+	if err != nil {
+		return false, err
+	}
+	return a.keys(key) && b.keys("id") && pr.sameEquality(a, key, b, "id"), nil
+}
+
+// pgIDSet holds the hashes of a table's ids (lookupKey), sorted, with the
+// index of the first of each run sharing their top pgIDBits bits: a
+// lookup searches a few neighbouring keys (a plain binary search over
+// 400,000 keys took a cache miss per step).
+type pgIDSet struct {
+	keys  []key128
+	start []uint32 // len 1<<pgIDBits + 1
+}
+
+const pgIDBits = 16
+
+func newPGIDSet(keys []key128) pgIDSet {
+	slices.SortFunc(keys, cmpKey)
+	s := pgIDSet{keys: keys, start: make([]uint32, 1<<pgIDBits+1)}
+	b := 0
+	for i, k := range keys {
+		for top := int(k[0] >> (64 - pgIDBits)); b <= top; b++ {
+			s.start[b] = uint32(i)
+		}
+	}
+	for ; b <= 1<<pgIDBits; b++ {
+		s.start[b] = uint32(len(keys))
+	}
+	return s
+}
+
+func (s pgIDSet) has(id string) bool {
+	k := lookupKey(id)
+	top := k[0] >> (64 - pgIDBits)
+	_, found := slices.BinarySearchFunc(s.keys[s.start[top]:s.start[top+1]], k, cmpKey)
+	return found
+}
+
+// lookupIDs reads the ids of table a key left to the reader can equal (at
+// most models.MaxLabelBytes). Each id is hashed from the bytes the server
+// sent, which are the text's (the column is text or varchar: see
+// comparesAsBytes), without making a string of it.
+func (p *pgSnapshot) lookupIDs(ctx context.Context, table string) (pgIDSet, error) {
+	q := fmt.Sprintf(`SELECT id FROM %s WHERE octet_length(id) <= %d`, quoteIdent(table), models.MaxLabelBytes)
+	rows, err := p.tx.Query(ctx, q)
+	if err != nil {
+		return pgIDSet{}, p.src.wrap("read", table, err)
+	}
+	defer rows.Close()
+	var keys []key128
+	for first := true; rows.Next(); first = false {
+		if first && (len(rows.FieldDescriptions()) != 1 || !pgTextField(rows, 0)) {
+			return pgIDSet{}, fmt.Errorf("source %s: read %s: its ids are not read as text", p.src.location, table)
+		}
+		if id := rows.RawValues()[0]; id != nil {
+			keys = append(keys, lookupKeyBytes(id))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return pgIDSet{}, p.src.wrap("read", table, err)
+	}
+	p.lookupIDsRead++
+	return newPGIDSet(keys), nil
+}
+
+// lookupKeyBytes is lookupKey(string(b)), without the string (maphash
+// hashes a string and a byte slice of the same content alike).
+func lookupKeyBytes(b []byte) key128 {
+	return key128{maphash.Bytes(passSeeds[0], b), maphash.Bytes(passSeeds[1], b)}
+}
