@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"slices"
 
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
@@ -56,7 +55,7 @@ func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn 
 	}
 	type lookup struct {
 		col, key       int
-		set            pgIDSet
+		set            idHashes
 		found, missing int32 // the column's value (int4, as the server's CASE gives it)
 		// the previous key decided and its answer: rows come clustered
 		// (90 % of the large store's subagent rows repeat the previous
@@ -163,64 +162,31 @@ func (p *pgSnapshot) comparesAsBytes(ctx context.Context, table, key, lookup str
 	return a.keys(key) && b.keys("id") && pr.sameEquality(a, key, b, "id"), nil
 }
 
-// pgIDSet holds the hashes of a table's ids (lookupKey), sorted, with the
-// index of the first of each run sharing their top pgIDBits bits: a
-// lookup searches a few neighbouring keys (a plain binary search over
-// 400,000 keys took a cache miss per step).
-type pgIDSet struct {
-	keys  []key128
-	start []uint32 // len 1<<pgIDBits + 1
-}
-
-const pgIDBits = 16
-
-func newPGIDSet(keys []key128) pgIDSet {
-	slices.SortFunc(keys, cmpKey)
-	s := pgIDSet{keys: keys, start: make([]uint32, 1<<pgIDBits+1)}
-	b := 0
-	for i, k := range keys {
-		for top := int(k[0] >> (64 - pgIDBits)); b <= top; b++ {
-			s.start[b] = uint32(i)
-		}
-	}
-	for ; b <= 1<<pgIDBits; b++ {
-		s.start[b] = uint32(len(keys))
-	}
-	return s
-}
-
-func (s pgIDSet) has(id string) bool {
-	k := lookupKey(id)
-	top := k[0] >> (64 - pgIDBits)
-	_, found := slices.BinarySearchFunc(s.keys[s.start[top]:s.start[top+1]], k, cmpKey)
-	return found
-}
-
 // lookupIDs reads the ids of table a key left to the reader can equal (at
 // most models.MaxLabelBytes). Each id is hashed from the bytes the server
 // sent, which are the text's (the column is text or varchar: see
 // comparesAsBytes), without making a string of it.
-func (p *pgSnapshot) lookupIDs(ctx context.Context, table string) (pgIDSet, error) {
+func (p *pgSnapshot) lookupIDs(ctx context.Context, table string) (idHashes, error) {
 	q := fmt.Sprintf(`SELECT id FROM %s WHERE octet_length(id) <= %d`, quoteIdent(table), models.MaxLabelBytes)
 	rows, err := p.tx.Query(ctx, q)
 	if err != nil {
-		return pgIDSet{}, p.src.wrap("read", table, err)
+		return idHashes{}, p.src.wrap("read", table, err)
 	}
 	defer rows.Close()
 	var keys []key128
 	for first := true; rows.Next(); first = false {
 		if first && (len(rows.FieldDescriptions()) != 1 || !pgTextField(rows, 0)) {
-			return pgIDSet{}, fmt.Errorf("source %s: read %s: its ids are not read as text", p.src.location, table)
+			return idHashes{}, fmt.Errorf("source %s: read %s: its ids are not read as text", p.src.location, table)
 		}
 		if id := rows.RawValues()[0]; id != nil {
 			keys = append(keys, lookupKeyBytes(id))
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return pgIDSet{}, p.src.wrap("read", table, err)
+		return idHashes{}, p.src.wrap("read", table, err)
 	}
 	p.lookupIDsRead++
-	return newPGIDSet(keys), nil
+	return newIDHashes(keys), nil
 }
 
 // lookupKeyBytes is lookupKey(string(b)), without the string (maphash

@@ -180,9 +180,9 @@ func TestPGLookupsOnlyWhereBytesCompare(t *testing.T) {
 	}
 }
 
-// TestPGIDSet: the bucketed sorted set answers as a map of the same ids
+// TestIDHashes: the bucketed sorted set answers as a map of the same ids
 // does, empty or not.
-func TestPGIDSet(t *testing.T) {
+func TestIDHashes(t *testing.T) {
 	for _, n := range []int{0, 1, 7, 70000} {
 		var keys []key128
 		in := map[string]bool{}
@@ -191,7 +191,7 @@ func TestPGIDSet(t *testing.T) {
 			keys = append(keys, lookupKey(id))
 			in[id] = true
 		}
-		set := newPGIDSet(keys)
+		set := newIDHashes(keys)
 		for i := 0; i < 2*n+10; i++ {
 			id := fmt.Sprintf("id-%d", i)
 			if set.has(id) != in[id] {

@@ -181,7 +181,7 @@ type sqliteSnapshot struct {
 	lite    *liteConn
 	liteWhy string
 	// lookupSets are the ids read for lookups decided in Go (lookups.go).
-	lookupSets map[string]lookupSet
+	lookupSets map[string]idHashes
 }
 
 func (s *sqliteSnapshot) At() time.Time { return s.at }
