@@ -80,14 +80,8 @@ func (s *sqliteSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec,
 	if s.lite == nil {
 		return spec, fn, nil
 	}
-	type lookup struct {
-		col, key int
-		set      idHashes
-		found    int64 // the column's value when the key is found
-		missing  int64
-	}
 	var (
-		todo  []lookup
+		todo  []goLookup
 		names []string
 	)
 	for _, l := range lookupTables {
@@ -111,11 +105,7 @@ func (s *sqliteSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec,
 		if err != nil {
 			return spec, fn, err
 		}
-		lk := lookup{col: col, key: key, set: set, found: 0, missing: 1}
-		if l.column == "turn_attribution" {
-			lk.found, lk.missing = 1, 2
-		}
-		todo = append(todo, lk)
+		todo = append(todo, newGoLookup(l.column, col, key, set, func(n int) any { return int64(n) }))
 		names = append(names, l.column)
 	}
 	if len(todo) == 0 {
@@ -123,22 +113,69 @@ func (s *sqliteSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec,
 	}
 	rendered := scans.LookupsInGo(spec, names...)
 	return rendered, func(row []any) error {
-		for _, l := range todo {
-			if n, ok := row[l.col].(int64); !ok || n != scans.LookupInGo {
-				continue
-			}
-			k, ok := row[l.key].(string)
-			if !ok {
-				return fmt.Errorf("scan of %s: a key left to the reader is a %T, not TEXT", spec.Name, row[l.key])
-			}
-			if l.set.has(k) {
-				row[l.col] = l.found
-			} else {
-				row[l.col] = l.missing
-			}
+		if err := decideLookups(spec.Name, todo, row); err != nil {
+			return err
 		}
 		return fn(row)
 	}, nil
+}
+
+// goLookup is one lookup column decided in Go (for either source): the
+// cell it writes, the key cell it reads, the ids, its two answers typed as
+// the source's SQL gives the column (SQLite int64, PostgreSQL int4), and
+// the previous key's answer: rows come clustered (90 % of the large
+// store's subagent rows repeat the previous row's session id), and a
+// comparison is cheaper than two hashes and a search.
+type goLookup struct {
+	col, key       int
+	set            idHashes
+	found, missing any
+	lastKey        string
+	lastValue      any
+	decided        bool
+}
+
+// newGoLookup: session_missing is 0 when found, 1 when missing;
+// turn_attribution 1 (attributed) or 2 (missing turn).
+func newGoLookup(column string, col, key int, set idHashes, typed func(int) any) goLookup {
+	l := goLookup{col: col, key: key, set: set, found: typed(0), missing: typed(1)}
+	if column == "turn_attribution" {
+		l.found, l.missing = typed(1), typed(2)
+	}
+	return l
+}
+
+// decideLookups sets each lookup cell of row that the reader left to Go
+// (scans.LookupInGo, an INTEGER on SQLite, an int4 on PostgreSQL).
+func decideLookups(table string, todo []goLookup, row []any) error {
+	for i := range todo {
+		l := &todo[i]
+		switch n := row[l.col].(type) {
+		case int64:
+			if n != scans.LookupInGo {
+				continue
+			}
+		case int32:
+			if n != scans.LookupInGo {
+				continue
+			}
+		default:
+			continue
+		}
+		k, ok := row[l.key].(string)
+		if !ok {
+			return fmt.Errorf("scan of %s: a key left to the reader is a %T, not text", table, row[l.key])
+		}
+		if !l.decided || k != l.lastKey {
+			l.lastValue = l.missing
+			if l.set.has(k) {
+				l.lastValue = l.found
+			}
+			l.lastKey, l.decided = k, true
+		}
+		row[l.col] = l.lastValue
+	}
+	return nil
 }
 
 // lookupIDs reads the TEXT ids of table a key left to the reader can equal

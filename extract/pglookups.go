@@ -53,20 +53,8 @@ func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn 
 	if p.lookupsInSQL {
 		return spec, fn, nil
 	}
-	type lookup struct {
-		col, key       int
-		set            idHashes
-		found, missing int32 // the column's value (int4, as the server's CASE gives it)
-		// the previous key decided and its answer: rows come clustered
-		// (90 % of the large store's subagent rows repeat the previous
-		// row's session id), and a comparison is cheaper than two hashes
-		// and a search.
-		lastKey   string
-		lastValue int32
-		decided   bool
-	}
 	var (
-		todo  []lookup
+		todo  []goLookup
 		exprs = map[int]string{}
 	)
 	for _, l := range lookupTables {
@@ -92,11 +80,7 @@ func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn 
 		if err != nil {
 			return spec, fn, err
 		}
-		lk := lookup{col: col, key: key, set: set, found: 0, missing: 1}
-		if l.column == "turn_attribution" {
-			lk.found, lk.missing = 1, 2
-		}
-		todo = append(todo, lk)
+		todo = append(todo, newGoLookup(l.column, col, key, set, func(n int) any { return int32(n) }))
 		exprs[col] = expr
 	}
 	if len(todo) == 0 {
@@ -108,23 +92,8 @@ func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn 
 		rendered.Columns[i].Expr = e
 	}
 	return rendered, func(row []any) error {
-		for i := range todo {
-			l := &todo[i]
-			if n, ok := row[l.col].(int32); !ok || n != scans.LookupInGo {
-				continue
-			}
-			k, ok := row[l.key].(string)
-			if !ok {
-				return fmt.Errorf("scan of %s: a key left to the reader is a %T, not text", spec.Name, row[l.key])
-			}
-			if !l.decided || k != l.lastKey {
-				l.lastValue = l.missing
-				if l.set.has(k) {
-					l.lastValue = l.found
-				}
-				l.lastKey, l.decided = k, true
-			}
-			row[l.col] = l.lastValue
+		if err := decideLookups(spec.Name, todo, row); err != nil {
+			return err
 		}
 		return fn(row)
 	}, nil
