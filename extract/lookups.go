@@ -67,9 +67,46 @@ func (s idHashes) has(id string) bool {
 
 // lookupTables: the lookup columns, the id column each probes, and the key
 // column of the scanned row it compares.
-var lookupTables = []struct{ column, table, key string }{
+var lookupTables = []lookupTable{
 	{"session_missing", models.SourceSessions, "task_session_id"},
 	{"turn_attribution", models.SourceTurns, "turn_id"},
+}
+
+type lookupTable struct{ column, table, key string }
+
+// lookupCandidate is a lookup column of a scan, with the positions of its
+// cell and its key cell.
+type lookupCandidate struct {
+	lookupTable
+	col, keyCol int
+}
+
+// lookupCandidates are the lookup columns spec has whose key the scan
+// reads whole up to models.MaxLabelBytes: the only ones either source
+// may decide in Go.
+func lookupCandidates(spec models.TableSpec) []lookupCandidate {
+	var out []lookupCandidate
+	for _, l := range lookupTables {
+		col, key := spec.Column(l.column), spec.Column(l.key)
+		if col < 0 || key < 0 {
+			continue
+		}
+		if max := spec.Columns[key].MaxBytes; max != 0 && max < models.MaxLabelBytes {
+			continue // the scan does not read every decidable key whole
+		}
+		out = append(out, lookupCandidate{l, col, key})
+	}
+	return out
+}
+
+// withLookups is fn after decideLookups.
+func withLookups(table string, todo []goLookup, fn func(row []any) error) func(row []any) error {
+	return func(row []any) error {
+		if err := decideLookups(table, todo, row); err != nil {
+			return err
+		}
+		return fn(row)
+	}
 }
 
 // lookupsInGo renders spec's lookup columns for the reader to decide where
@@ -84,14 +121,7 @@ func (s *sqliteSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec,
 		todo  []goLookup
 		names []string
 	)
-	for _, l := range lookupTables {
-		col, key := spec.Column(l.column), spec.Column(l.key)
-		if col < 0 || key < 0 {
-			continue
-		}
-		if max := spec.Columns[key].MaxBytes; max != 0 && max < models.MaxLabelBytes {
-			continue // the scan does not read every decidable key whole
-		}
+	for _, l := range lookupCandidates(spec) {
 		// The id column compares TEXT as bytes: TEXT affinity and BINARY
 		// collation, as the scan plan reads them (uniqueness.go).
 		f, err := (&sqliteProber{snap: s}).facts(ctx, l.table)
@@ -105,19 +135,13 @@ func (s *sqliteSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec,
 		if err != nil {
 			return spec, fn, err
 		}
-		todo = append(todo, newGoLookup(l.column, col, key, set, func(n int) any { return int64(n) }))
+		todo = append(todo, newGoLookup(l.column, l.col, l.keyCol, set, func(n int) any { return int64(n) }))
 		names = append(names, l.column)
 	}
 	if len(todo) == 0 {
 		return spec, fn, nil
 	}
-	rendered := scans.LookupsInGo(spec, names...)
-	return rendered, func(row []any) error {
-		if err := decideLookups(spec.Name, todo, row); err != nil {
-			return err
-		}
-		return fn(row)
-	}, nil
+	return scans.LookupsInGo(spec, names...), withLookups(spec.Name, todo, fn), nil
 }
 
 // goLookup is one lookup column decided in Go (for either source): the

@@ -57,15 +57,8 @@ func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn 
 		todo  []goLookup
 		exprs = map[int]string{}
 	)
-	for _, l := range lookupTables {
-		col, key := spec.Column(l.column), spec.Column(l.key)
-		if col < 0 || key < 0 {
-			continue
-		}
-		if max := spec.Columns[key].MaxBytes; max != 0 && max < models.MaxLabelBytes {
-			continue // the scan does not read every decidable key whole
-		}
-		expr := pgLookupExpr(spec, col)
+	for _, l := range lookupCandidates(spec) {
+		expr := pgLookupExpr(spec, l.col)
 		if expr == "" {
 			continue
 		}
@@ -80,8 +73,8 @@ func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn 
 		if err != nil {
 			return spec, fn, err
 		}
-		todo = append(todo, newGoLookup(l.column, col, key, set, func(n int) any { return int32(n) }))
-		exprs[col] = expr
+		todo = append(todo, newGoLookup(l.column, l.col, l.keyCol, set, func(n int) any { return int32(n) }))
+		exprs[l.col] = expr
 	}
 	if len(todo) == 0 {
 		return spec, fn, nil
@@ -91,12 +84,7 @@ func (p *pgSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn 
 	for i, e := range exprs {
 		rendered.Columns[i].Expr = e
 	}
-	return rendered, func(row []any) error {
-		if err := decideLookups(spec.Name, todo, row); err != nil {
-			return err
-		}
-		return fn(row)
-	}, nil
+	return rendered, withLookups(spec.Name, todo, fn), nil
 }
 
 // comparesAsBytes reports whether table's column key and lookup's id
