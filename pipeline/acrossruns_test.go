@@ -12,6 +12,7 @@ import (
 
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/load"
+	"github.com/kandev/kandev-extract/models"
 )
 
 func acrossRun(t *testing.T, wh string, in Installation) (Result, error) {
@@ -290,5 +291,23 @@ func TestAcrossRunsPostgres(t *testing.T) {
 	other := copyToPostgres(t, testkit.Fixture(t, "upgraded-backfill.db"))
 	if _, err := run(Installation{Name: "team", Source: other}); !errors.Is(err, load.ErrSourceChanged) {
 		t.Errorf("another database under the same name: %v", err)
+	}
+}
+
+// The ids are remembered only for a comparison that will be made: not on
+// an installation's first run, not on the run that rebinds it.
+func TestComparesDeletionsOnlyWithAPreviousRun(t *testing.T) {
+	prev := &models.Manifest{RunID: "r1"}
+	for _, c := range []struct {
+		a    acrossRuns
+		want bool
+	}{
+		{acrossRuns{}, false},
+		{acrossRuns{previous: prev, reboundNow: true}, false},
+		{acrossRuns{previous: prev}, true},
+	} {
+		if got := c.a.comparesDeletions(); got != c.want {
+			t.Errorf("previous %v, rebound %v: comparesDeletions() = %v, want %v", c.a.previous != nil, c.a.reboundNow, got, c.want)
+		}
 	}
 }
