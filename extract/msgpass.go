@@ -470,6 +470,7 @@ type groupTable struct {
 	other  map[sqlKey]uint32
 	values []string // by index: the id as the evidence prints it
 	odd    map[uint32]sqlValue
+	keep   chunkedStrings // the ids' bytes: copies, not the reader's chunks (textArena)
 }
 
 // sqlKey is a map key for an id that is not TEXT.
@@ -488,7 +489,7 @@ func (t *groupTable) id(v sqlValue) uint32 {
 		return i
 	}
 	i := uint32(len(t.values))
-	v.s = strings.Clone(v.s) // kept: not the reader's chunk (textArena)
+	v.s = appendChunked(&t.keep, v.s)
 	t.values = append(t.values, v.s)
 	if v.tag == tagText {
 		if 2*(t.text+1) > len(t.slots) {
@@ -903,6 +904,27 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 		}
 		c.Excess += int64(len(p.sinceKeys) - j)
 	}
+	// The shortfall's keys: evidence messages at or after capture_since
+	// with no row observed at or after it.
+	if p.since != "" {
+		p.missingKeys = map[uint32]bool{}
+		for _, r := range p.recent {
+			if r.flags&hrEvidence == 0 || (p.subagents && inSince(r.key)) {
+				continue
+			}
+			if !p.missingKeys[r.sess] {
+				p.missingKeys[r.sess] = true
+				p.missingGroups = append(p.missingGroups, r.sess)
+			}
+		}
+	}
+	// The keys are not needed any more (the rows' keys only to read a
+	// shortfall back, readMissing): let them go before the evidence maps
+	// are built (on the 1M-row store the two held ~40 MB).
+	p.recent = nil
+	if len(p.missingKeys) == 0 {
+		p.sinceKeys = nil
+	}
 	// Evidence: per turn and session, the distinct tool calls of the
 	// messages, and with those of the rows that no message names.
 	expected := func(l []member, t *groupTable, only []member, groups uint32) ([]int64, []int64) {
@@ -960,21 +982,6 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 	ev.Sessions = make(map[string]models.MessageCounts, p.msgSess)
 	put(ev.Turns, &p.turns, te, tu, p.msgTurns)
 	put(ev.Sessions, &p.sess, se, su, p.msgSess)
-	// The shortfall's keys: evidence messages at or after capture_since
-	// with no row observed at or after it.
-	if p.since != "" {
-		p.missingKeys = map[uint32]bool{}
-		for _, r := range p.recent {
-			if r.flags&hrEvidence == 0 || (p.subagents && inSince(r.key)) {
-				continue
-			}
-			if !p.missingKeys[r.sess] {
-				p.missingKeys[r.sess] = true
-				p.missingGroups = append(p.missingGroups, r.sess)
-			}
-		}
-	}
-	p.recent = nil
 	return c
 }
 

@@ -271,28 +271,41 @@ func (c *liteConn) query(ctx context.Context, q string, args []any, fn func(row 
 // its row (a map keeping an id) keeps a copy (strings.Clone), not the
 // chunk with other rows' values in it.
 type textArena struct {
-	buf  []byte
-	hdrs []string // the headers of the values handed out as any (box)
+	chunks chunkedStrings
+	hdrs   []string // the headers of the values handed out as any (box)
 }
+
+// chunkedStrings copies strings into shared chunks of arenaChunk bytes:
+// one allocation per chunk instead of one per string, and no rounding up
+// to an allocation size class (a 36-byte id takes 36 bytes, not 48). A
+// value over arenaMaxValue gets an allocation of its own.
+type chunkedStrings struct{ buf []byte }
 
 const (
 	arenaChunk    = 64 << 10
 	arenaMaxValue = 4 << 10 // larger values get an allocation of their own
 )
 
-func (a *textArena) copy(p uintptr, n int) string {
-	src := unsafe.Slice((*byte)(cPointer(p)), n)
+func appendChunked[T ~string | ~[]byte](c *chunkedStrings, src T) string {
+	n := len(src)
 	if n > arenaMaxValue {
 		b := make([]byte, n)
 		copy(b, src)
 		return unsafe.String(unsafe.SliceData(b), n)
 	}
-	if cap(a.buf)-len(a.buf) < n {
-		a.buf = make([]byte, 0, arenaChunk)
+	if n == 0 {
+		return ""
 	}
-	off := len(a.buf)
-	a.buf = append(a.buf, src...)
-	return unsafe.String(&a.buf[off], n)
+	if cap(c.buf)-len(c.buf) < n {
+		c.buf = make([]byte, 0, arenaChunk)
+	}
+	off := len(c.buf)
+	c.buf = append(c.buf, src...)
+	return unsafe.String(&c.buf[off], n)
+}
+
+func (a *textArena) copy(p uintptr, n int) string {
+	return appendChunked(&a.chunks, unsafe.Slice((*byte)(cPointer(p)), n))
 }
 
 // box returns s as an interface value without the allocation any(s)
