@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 )
 
@@ -38,8 +39,8 @@ func TestBoundDuckDBOverridesTheMachineDefaults(t *testing.T) {
 	if threads != DuckDBThreads {
 		t.Errorf("threads = %d, want %d", threads, DuckDBThreads)
 	}
-	// DuckDB reports the limit in its own units: 96MB is 91.5 MiB.
-	if limit != "91.5 MiB" {
-		t.Errorf("memory_limit = %q, want 91.5 MiB (96MB)", limit)
+	// DuckDB reports the limit in its own units: 64MB is 61.0 MiB.
+	if want := fmt.Sprintf("%.1f MiB", float64(DuckDBMemoryBytes)/(1<<20)); limit != want || want != "61.0 MiB" {
+		t.Errorf("memory_limit = %q, want %s (%s)", limit, want, DuckDBMemoryLimit)
 	}
 }

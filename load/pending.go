@@ -406,7 +406,7 @@ func recarry(ctx context.Context, path, oldPath string) (Carried, error) {
 	}
 	defer conn.Close()
 	exec := func(q string) error { _, err := conn.ExecContext(ctx, q); return err }
-	if err := exec(`ATTACH ` + quote(path) + ` AS warehouse`); err != nil {
+	if err := exec(`ATTACH ` + quote(path) + ` AS warehouse ` + warehouseStorage); err != nil {
 		return c, err
 	}
 	if err := exec(`USE warehouse`); err != nil {

@@ -666,3 +666,27 @@ func TestInstallationNamesHoldEverywhere(t *testing.T) {
 		t.Errorf("the refused name left %v", err)
 	}
 }
+
+// A rebuild that runs out of DuckDB's memory limit is done again from
+// scratch with a larger one, says so, and serves the same data. (Not
+// parallel: it changes the package's first-attempt limit.)
+func TestRebuildOutOfMemoryIsDoneAgain(t *testing.T) {
+	control := filepath.Join(t.TempDir(), "wh")
+	safetyRun(t, control, 0, "lab")
+	restore := load.SetRebuildMemoryLimit("1MB")
+	wh := filepath.Join(t.TempDir(), "wh")
+	res := safetyRun(t, wh, 0, "lab")
+	restore()
+	if !strings.Contains(res.MemoryRetry, "1MB memory limit") || !strings.Contains(res.MemoryRetry, "Out of Memory") ||
+		!strings.Contains(res.MemoryRetry, load.RetryMemoryLimit) {
+		t.Fatalf("MemoryRetry = %q, want the first limit, DuckDB's error and the second limit", res.MemoryRetry)
+	}
+	const q = `SELECT (SELECT count(*) FROM fact_subagent_context) || ' ' || (SELECT count(*) FROM dim_turn) || ' ' ||
+		(SELECT count(*) FROM disclosures) || ' ' || (SELECT count(*) FROM runs)`
+	if got, want := duckOne(t, wh, q), duckOne(t, control, q); got != want || want == "0 0 0 0" {
+		t.Errorf("rows served after the retry: %s, without it: %s", got, want)
+	}
+	if fi, err := os.Stat(filepath.Join(wh, "_build")); err == nil {
+		t.Errorf("the build directory remained: %v", fi.Name())
+	}
+}

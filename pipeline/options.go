@@ -137,6 +137,9 @@ type Result struct {
 	Duration time.Duration
 	// DuckDB is the time spent rebuilding warehouse.duckdb.
 	DuckDB time.Duration
+	// MemoryRetry says why warehouse.duckdb was built a second time with
+	// a larger memory limit ("" when it was not).
+	MemoryRetry string
 	// Problems are the manifests the warehouse does not serve (quarantined,
 	// refused, or a committed run whose files failed verification).
 	Problems []load.ManifestProblem

@@ -97,11 +97,16 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	opts.phase("", PhaseRebuild)
 	// The extraction's memory (id sets, the deletion comparison's) goes
 	// back to the system before DuckDB takes its own for the rebuild.
+	restore := shareMemoryWithDuckDB()
 	debug.FreeOSMemory()
 	t0 := time.Now()
 	built, err := wh.Rebuild(finish, opts.Retention, opts.StaleAfter)
+	restore()
 	res.DuckDB = time.Since(t0)
 	res.Problems = built.Problems
+	if res.MemoryRetry = built.MemoryRetry; res.MemoryRetry != "" {
+		opts.Logger.Warn("warehouse.duckdb rebuilt with a larger memory limit", "why", built.MemoryRetry)
+	}
 	for _, p := range built.Problems {
 		opts.Logger.Error("run not served", "installation", p.Installation, "run_id", p.Run, "manifest", p.Path,
 			"action", p.Action, "reason", p.Reason)
@@ -274,8 +279,10 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	defer ov.finish()
 	rd := &readers{snap: snap, ov: ov, outs: outs, tr: tr, state: state, featurePresent: featurePresent,
 		opts: opts, installation: in.Name, log: log, stages: stages, ids: map[string]*idSet{}}
-	for t := range trackedIDs {
-		rd.ids[t] = &idSet{}
+	if across.comparesDeletions() {
+		for t := range trackedIDs {
+			rd.ids[t] = &idSet{}
+		}
 	}
 	fork, why, err := extract.Fork(rctx, snap)
 	if err != nil {
@@ -310,6 +317,7 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	// ~130 MiB (docs/benchmarks.md, Peak RSS), for one collection.
 	tctx.TurnEvidence, tctx.SessionEvidence = nil, nil
 	rd.evidence.Turns, rd.evidence.Sessions, rd.evidence.Fanout, rd.fanout = nil, nil, nil, nil
+	defer shareMemoryWithDuckDB()() // the deletion comparison and the archives
 	debug.FreeOSMemory()
 
 	// Writer health and its shortfall.

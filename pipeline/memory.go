@@ -1,0 +1,27 @@
+package pipeline
+
+import (
+	"math"
+	"runtime/debug"
+
+	"github.com/kandev/kandev-extract/load"
+)
+
+// shareMemoryWithDuckDB lowers the Go runtime's soft memory limit by
+// DuckDB's memory limit for a phase in which DuckDB does the work (the
+// deletion comparison and the archives, the rebuild), and returns what
+// restores it. DuckDB's memory is outside the Go runtime's accounting:
+// without this, the collector lets the Go heap refill to its limit with
+// garbage while DuckDB takes its own beside it, and the two add up to the
+// run's peak (296 MiB in the deletion phase of a nightly 1M-row run,
+// docs/benchmarks.md). What the Go heap holds in those phases is small.
+// Without a limit (GOMEMLIMIT=off), or with one too small to share, it
+// changes nothing.
+func shareMemoryWithDuckDB() (restore func()) {
+	limit := debug.SetMemoryLimit(-1)
+	if limit == math.MaxInt64 || limit < 2*load.DuckDBMemoryBytes {
+		return func() {}
+	}
+	debug.SetMemoryLimit(limit - load.DuckDBMemoryBytes)
+	return func() { debug.SetMemoryLimit(limit) }
+}
