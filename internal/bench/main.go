@@ -46,7 +46,10 @@ type config struct {
 	parquet     int
 	keep        bool
 	genOnly     bool
-	repoRoot    string
+	// prereadBinary: the binary is read into the page cache before a run
+	// instead of dropped from it (pagecache_linux.go).
+	prereadBinary bool
+	repoRoot      string
 }
 
 func main() {

@@ -29,10 +29,17 @@ type proc struct {
 
 func (p proc) CPU() time.Duration { return p.User + p.Sys }
 
-// runProc runs cmd to completion and measures it. Peak RSS is the child's
-// own high-water mark where the OS tells it (Linux: hwm_linux.go), else
-// wait4's.
+// runProc runs cmd to completion and measures it, its executable's pages
+// dropped from the page cache first (pagecache_linux.go: the state of a
+// binary run from disk). Peak RSS is the child's own high-water mark where
+// the OS tells it (Linux: hwm_linux.go), else wait4's.
 func runProc(cmd *exec.Cmd) (proc, error) {
+	evictBinary(cmd.Path) // clean pages only; a failure leaves the cache as it is
+	return runProcAsIs(cmd)
+}
+
+// runProcAsIs is runProc with the page cache left as it is.
+func runProcAsIs(cmd *exec.Cmd) (proc, error) {
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return proc{}, err
@@ -113,7 +120,14 @@ func runExtractor(ctx context.Context, c config, source, wh string, fresh bool, 
 	}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = &stderr
-	p, err := runProc(cmd)
+	run := runProc
+	if c.prereadBinary {
+		if err := prereadBinary(c.bin); err != nil {
+			return rs, err
+		}
+		run = runProcAsIs
+	}
+	p, err := run(cmd)
 	rs.proc = p
 	if err != nil {
 		return rs, fmt.Errorf("%s run: %w\n%s", c.bin, err, tail(stderr.String(), 2000))
@@ -248,6 +262,7 @@ type sizeResult struct {
 	Floors  []floorStats
 	Spec    *floorStats // the previous floor, timed once
 	RSSOnly bool        // a pathological store: peak RSS is what is measured
+	Preread *runStats   // one more run, the binary read into the page cache first
 }
 
 // timedRuns is how many floor/run pairs a store gets.
@@ -303,6 +318,17 @@ func benchSQLite(ctx context.Context, c config, sz size, store string, info stor
 		}
 		r.Runs = append(r.Runs, rs)
 		logf("%s: run %d/%d: %s wall, %s CPU, peak RSS %s (load %s)", sz.Name, i+1, runs, sec(rs.Wall), sec(rs.CPU()), human(rs.MaxRSS), loadAverage())
+	}
+	if binaryStates && !c.prereadBinary {
+		// Once more with the binary read into the page cache beforehand.
+		pc := c
+		pc.prereadBinary = true
+		rs, err := runExtractor(ctx, pc, store, wh, true)
+		if err != nil {
+			return r, err
+		}
+		r.Preread = &rs
+		logf("%s: run, binary pre-read into the page cache: %s wall, %s CPU, peak RSS %s", sz.Name, sec(rs.Wall), sec(rs.CPU()), human(rs.MaxRSS))
 	}
 	if c.floor && c.specFloor {
 		q, err := specFloor(ctx, store)

@@ -181,7 +181,12 @@ func (r sizeResult) rows() [][2]string {
 		[2]string{"run wall time", fmt.Sprintf("%.2f s (min %.2f, max %.2f)", s.Wall, s.WallMin, s.WallMax)},
 		[2]string{"run CPU (user+sys)", fmt.Sprintf("%.2f s", s.CPU)},
 		[2]string{"rows/s (all source rows / wall)", fmt.Sprintf("%s (%s rows)", count(int64(s.Rows/s.Wall)), count(int64(s.Rows)))},
-		[2]string{"peak RSS", fmt.Sprintf("%s (max %s)", mib(s.RSS), mib(s.RSSMax))},
+		[2]string{"peak RSS (binary faulted in from disk)", fmt.Sprintf("%s (max %s)", mib(s.RSS), mib(s.RSSMax))},
+	)
+	if r.Preread != nil {
+		out = append(out, [2]string{"peak RSS, one run with the binary read into the page cache first", mib(float64(r.Preread.MaxRSS))})
+	}
+	out = append(out,
 		[2]string{"output", fmt.Sprintf("%s Parquet (the run's files), %s in all (current/ copies and warehouse.duckdb included)", human(int64(s.Parquet)), human(int64(s.Total)))},
 	)
 	for _, st := range stageNames {
