@@ -72,10 +72,13 @@ type ArchiveSource struct {
 // flagged with the run that detected the deletion and the run (and
 // snapshot) that last saw them. The file gets the run's provenance
 // document like every other file.
-func (s *Staging) WriteArchive(ctx context.Context, conn *sql.Conn, src ArchiveSource, run, provenance string) error {
+//
+// A statement that runs out of DuckDB's memory limit is run again with a
+// larger one (withMemoryRetry); retried says why ("" when it was not).
+func (s *Staging) WriteArchive(ctx context.Context, conn *sql.Conn, src ArchiveSource, run, provenance string) (retried string, err error) {
 	path := s.Path(src.Archive)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return "", err
 	}
 	q := `(SELECT *, NULL::VARCHAR AS deleted_detected_run_id, NULL::VARCHAR AS last_seen_run_id, NULL::TIMESTAMPTZ AS last_seen_snapshot_at
 		FROM read_parquet(` + quote(src.Current) + `) LIMIT 0)`
@@ -92,8 +95,12 @@ func (s *Staging) WriteArchive(ctx context.Context, conn *sql.Conn, src ArchiveS
 	}
 	copyq := `COPY (` + q + `) TO ` + quote(path) + ` (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384, KV_METADATA {` +
 		quote(ProvenanceKey) + `: ` + quote(provenance) + `})`
-	if _, err := conn.ExecContext(ctx, copyq); err != nil {
-		return fmt.Errorf("archive %s: %w", src.Archive, err)
+	retried, err = withMemoryRetry(ctx, conn, func() error {
+		_, err := conn.ExecContext(ctx, copyq)
+		return err
+	})
+	if err != nil {
+		return retried, fmt.Errorf("archive %s: %w", src.Archive, err)
 	}
-	return nil
+	return retried, nil
 }

@@ -52,8 +52,8 @@ type Rebuilt struct {
 // variable for the test that makes it fail).
 var rebuildMemoryLimit = DuckDBMemoryLimit
 
-// RetryMemoryLimit is the memory limit of a rebuild done again after the
-// first attempt ran out of memory.
+// RetryMemoryLimit is the memory limit of DuckDB work done again after the
+// first attempt ran out of memory (the rebuild; withMemoryRetry).
 const RetryMemoryLimit = "512MB"
 
 // isOutOfMemory says whether err is DuckDB's "Out of Memory" error.
@@ -145,8 +145,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Durat
 		// one row group under construction (warehouseStorage): built again
 		// from scratch with a larger one, and said so, rather than leaving
 		// the database behind the committed runs.
-		out.MemoryRetry = fmt.Sprintf("the rebuild ran out of DuckDB's %s memory limit (%v) and was done again with %s",
-			rebuildMemoryLimit, err, RetryMemoryLimit)
+		out.MemoryRetry = "the rebuild " + memoryRetryReason(rebuildMemoryLimit, err)
 		for _, f := range []string{DatabaseFile, DatabaseFile + ".wal"} {
 			if err := w.remove(filepath.Join(work, f)); err != nil {
 				return out, fmt.Errorf("build %s: %w", final, err)

@@ -10,11 +10,13 @@ import (
 // DuckDBThreads is how many worker threads DuckDB may use in a run.
 // DuckDB defaults to one per core, and each thread of a CREATE TABLE … AS
 // SELECT … FROM read_parquet holds its own buffers (about 15 MB on the
-// fact table): under DuckDBMemoryLimit the rebuild of a 1M-row run fails
+// fact table): under a 96 MB limit the rebuild of a 1M-row run failed
 // with "Out of Memory" from 8 threads on, that is on most laptops and
-// servers, while it passed on the 2-core machines it was tested on. Two
-// threads fit with room to spare (4 do, measured) and cost little: the
-// run has finished reading by then.
+// servers, while it passed on the 2-core machines it was tested on (4
+// passed; measured before the limit became 64 MB with smaller row groups,
+// warehouseStorage). Two threads cost little: the run has finished
+// reading by then; and work that still runs out is done again with a
+// larger limit (withMemoryRetry, the rebuild's own retry).
 const DuckDBThreads = 2
 
 // BoundDuckDB applies a run's bounds to a DuckDB connection: the memory
@@ -30,4 +32,35 @@ func BoundDuckDB(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	return nil
+}
+
+// withMemoryRetry runs do, a statement on conn that may be run again from
+// the start (it rewrites what it writes); if it fails with DuckDB's "Out of
+// Memory" error, conn's memory limit is raised to RetryMemoryLimit for a
+// second attempt and set back after. It returns why it ran twice ("" when
+// it did not). The limits are set for the widest rows measured; wider ones
+// must cost memory, not the run.
+func withMemoryRetry(ctx context.Context, conn *sql.Conn, do func() error) (string, error) {
+	err := do()
+	if !isOutOfMemory(err) {
+		return "", err
+	}
+	var limit string
+	if qerr := conn.QueryRowContext(ctx, `SELECT current_setting('memory_limit')`).Scan(&limit); qerr != nil {
+		return "", err
+	}
+	why := memoryRetryReason(limit, err)
+	if _, serr := conn.ExecContext(ctx, `SET memory_limit = `+quote(RetryMemoryLimit)); serr != nil {
+		return "", err
+	}
+	err = do()
+	if _, serr := conn.ExecContext(ctx, `SET memory_limit = `+quote(limit)); serr != nil && err == nil {
+		err = fmt.Errorf("set the memory limit back to %s: %w", limit, serr)
+	}
+	return why, err
+}
+
+// memoryRetryReason says why work was done again with RetryMemoryLimit.
+func memoryRetryReason(limit string, err error) string {
+	return fmt.Sprintf("ran out of DuckDB's %s memory limit (%s) and was done again with %s", limit, firstLine(err.Error()), RetryMemoryLimit)
 }

@@ -376,8 +376,12 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	for _, a := range load.Archives {
 		src := del.sources[a.Archive]
 		src.Current = stage.Path(a.Table)
-		if err := stage.WriteArchive(ctx, del.conn, src, runID, string(doc)); err != nil {
+		retried, err := stage.WriteArchive(ctx, del.conn, src, runID, string(doc))
+		if err != nil {
 			return nil, facts, nil, nil, err
+		}
+		if retried != "" {
+			log.Warn("archive written with a larger memory limit", "archive", a.Archive, "why", retried)
 		}
 	}
 	stages.Parquet += time.Since(t0)
