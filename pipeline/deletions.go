@@ -68,8 +68,11 @@ func (s *idSet) add(v any) {
 
 func (s *idSet) seal() { slices.SortFunc(s.hashes, compareHash) }
 
-func (s *idSet) has(id string) bool {
-	_, ok := slices.BinarySearchFunc(s.hashes, hashID(id), compareHash)
+// has says whether id, as its bytes, was added (maphash hashes a string and
+// its bytes alike).
+func (s *idSet) has(id []byte) bool {
+	h := idHash{maphash.Bytes(idSeeds[0], id), maphash.Bytes(idSeeds[1], id)}
+	_, ok := slices.BinarySearchFunc(s.hashes, h, compareHash)
 	return ok
 }
 
@@ -181,28 +184,18 @@ func detectDeletions(ctx context.Context, whDir string, previous *models.Manifes
 	return d, nil
 }
 
-// collectDeleted streams the previous file's ids and keeps those not in
-// set in a temporary table.
+// collectDeleted reads the previous file's ids (load.ReadIDs) and keeps
+// those not in set in a temporary table.
 func (d *deletions) collectDeleted(ctx context.Context, file, idCol, table string, set *idSet) (int64, error) {
 	if _, err := d.conn.ExecContext(ctx, `CREATE TEMP TABLE `+table+` (id VARCHAR)`); err != nil {
 		return 0, err
 	}
-	rows, err := d.conn.QueryContext(ctx, `SELECT `+idCol+` FROM read_parquet(`+sqlQuote(file)+`) WHERE `+idCol+` IS NOT NULL`)
-	if err != nil {
-		return 0, err
-	}
 	var gone []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
+	if _, err := load.ReadIDs(file, idCol, func(id []byte) {
 		if !set.has(id) {
-			gone = append(gone, id)
+			gone = append(gone, string(id))
 		}
-	}
-	if err := rows.Close(); err != nil {
+	}); err != nil {
 		return 0, err
 	}
 	for len(gone) > 0 {
@@ -217,7 +210,7 @@ func (d *deletions) collectDeleted(ctx context.Context, file, idCol, table strin
 		}
 	}
 	var n int64
-	err = d.conn.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	err := d.conn.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
 	return n, err
 }
 
