@@ -46,6 +46,28 @@ type Rebuilt struct {
 	// MemoryRetry says why the database was built a second time with a
 	// larger memory limit ("" when it was not).
 	MemoryRetry string
+	// Updated says the previous build was updated (incremental.go):
+	// Added runs' rows inserted, Removed runs' rows deleted. When it was
+	// not, FullReason says why the database was built in full.
+	Updated        bool
+	Added, Removed int
+	FullReason     string
+	// StampError is why _database.json could not be written (the next
+	// rebuild is then a full one); empty when it was.
+	StampError string
+	layout     string
+}
+
+// RebuildOptions are a rebuild's settings.
+type RebuildOptions struct {
+	// Keep is how many served runs retention keeps per installation (0:
+	// all).
+	Keep int
+	// StaleAfter is the age at which data is disclosed as stale.
+	StaleAfter time.Duration
+	// Full builds from every retained run's files even when the previous
+	// build could be updated.
+	Full bool
 }
 
 // rebuildMemoryLimit is the memory limit of a rebuild's first attempt (a
@@ -74,7 +96,8 @@ func isOutOfMemory(err error) bool {
 // it onto the new file); then it is opened once more to prove it is
 // readable. When another process holds the old file open (Windows), the new
 // one waits in _pending/ instead and Rebuilt.Pending says so: not an error.
-func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Duration) (Rebuilt, error) {
+func (w *Warehouse) Rebuild(ctx context.Context, opts RebuildOptions) (Rebuilt, error) {
+	keep, staleAfter := opts.Keep, opts.StaleAfter
 	var out Rebuilt
 	set, err := ScanManifests(w.Dir)
 	if err != nil {
@@ -139,7 +162,12 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Durat
 	tmp := filepath.Join(dir, DatabaseFile)
 	final := filepath.Join(w.Dir, DatabaseFile)
 	info := buildInfo{ID: id, At: now, Manifests: manifestsKey(set.Valid)}
-	out.Analyst, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, rebuildMemoryLimit)
+	if out.FullReason, err = w.update(ctx, &out, opts.Full, work, tmp, rows, files, staleAfter, info); err != nil {
+		return out, fmt.Errorf("build %s: %w", final, err)
+	}
+	if !out.Updated {
+		out.Analyst, out.layout, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, rebuildMemoryLimit)
+	}
 	if isOutOfMemory(err) {
 		// Rows wider than any measured can need more than the limit for
 		// one row group under construction (warehouseStorage): built again
@@ -151,7 +179,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Durat
 				return out, fmt.Errorf("build %s: %w", final, err)
 			}
 		}
-		out.Analyst, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, RetryMemoryLimit)
+		out.Analyst, out.layout, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, RetryMemoryLimit)
 	}
 	if err != nil {
 		return out, fmt.Errorf("build %s: %w", final, err)
@@ -173,9 +201,22 @@ func (w *Warehouse) Rebuild(ctx context.Context, keep int, staleAfter time.Durat
 	if err := syncFilePath(tmp); err != nil {
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
+	stamp := databaseStamp{Format: stampFormat, Layout: out.layout, BuildID: id}
+	if stamp.Bytes, stamp.SHA256, err = hashFile(tmp); err != nil {
+		return out, fmt.Errorf("build %s: %w", final, err)
+	}
+	if err := w.dropStamp(); err != nil {
+		return out, fmt.Errorf("build %s: remove %s: %w", final, stampRel, err)
+	}
 	CrashPoint("database built")
 	if out.Pending, err = w.install(ctx, tmp, id, hold); err != nil {
 		return out, err
+	}
+	if out.Pending.Database == "" && stamp.Layout != "" {
+		// Without it the next build is a full one: a warning, not a failure.
+		if err := w.writeStamp(stamp); err != nil {
+			out.StampError = err.Error()
+		}
 	}
 	if err := w.publishCurrent(currentTarget(rows), work); err != nil {
 		return out, fmt.Errorf("publish the current layout: %w", err)
@@ -225,124 +266,177 @@ type runRow struct {
 	problem string
 }
 
-func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo, memoryLimit string) (carried Carried, err error) {
-	// The file is attached rather than named in the driver's DSN, which
-	// cuts a path at "?" (a warehouse may be called "wh?").
-	db, err := sql.Open("duckdb", "")
+func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo, memoryLimit string) (carried Carried, layout string, err error) {
+	b, err := openBuild(ctx, path, memoryLimit)
 	if err != nil {
-		return carried, err
+		return carried, "", err
 	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return carried, err
+	defer b.close()
+	if layout, err = layoutKey(ctx, b.conn); err != nil {
+		return carried, "", err
 	}
-	defer conn.Close()
-	exec := func(q string, args ...any) error {
-		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("%w\n  in: %s", err, firstLine(q))
-		}
-		return nil
-	}
-	// The rebuild reads every retained run: bound DuckDB's memory so the
-	// run's peak stays flat however many runs are kept (it spills to
-	// _build/ beside the new file instead).
-	if err := BoundDuckDB(ctx, conn); err != nil {
-		return carried, err
-	}
-	if memoryLimit != DuckDBMemoryLimit {
-		if err := exec(`SET memory_limit = ` + quote(memoryLimit)); err != nil {
-			return carried, err
-		}
-	}
-	// FSST (string compression with trained symbol tables) is left out:
-	// on the 1 M-row fact it was a fifth of the rebuild's CPU (6.1 → 4.8 s)
-	// for a file a quarter smaller (207 → 155 MB); dictionary, RLE and
-	// bit-packing still apply (docs/benchmarks.md).
-	for _, q := range []string{`SET preserve_insertion_order = false`, `SET disabled_compression_methods = 'fsst,dict_fsst'`,
-		`SET temp_directory = ` + quote(filepath.Join(filepath.Dir(path), "spill"))} {
-		if err := exec(q); err != nil {
-			return carried, err
-		}
-	}
-	if err := exec(`ATTACH ` + quote(path) + ` AS warehouse ` + warehouseStorage); err != nil {
-		return carried, err
-	}
-	if err := exec(`USE warehouse`); err != nil {
-		return carried, err
-	}
-	if err := createRuns(ctx, conn, runs, problems); err != nil {
-		return carried, err
-	}
-	if err := createBuildInfo(ctx, conn, info); err != nil {
-		return carried, err
-	}
-	if staleAfter <= 0 {
-		staleAfter = DefaultStaleAfter
-	}
-	if err := exec(fmt.Sprintf(currentRunsSQL, staleAfter.Microseconds())); err != nil {
-		return carried, err
-	}
-	if err := exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter))); err != nil {
-		return carried, err
+	if err := b.createRunTables(runs, problems, info, staleAfter); err != nil {
+		return carried, layout, err
 	}
 	views, err := analyticViews()
 	if err != nil {
-		return carried, err
+		return carried, layout, err
 	}
 	if len(files) > 0 {
 		for _, t := range baseTables {
 			list := files[t]
 			if len(list) == 0 {
-				return carried, fmt.Errorf("no served file for table %s", t)
+				return carried, layout, fmt.Errorf("no served file for table %s", t)
 			}
 			sort.Strings(list)
-			if err := exec(`CREATE TABLE ` + t + `_history AS SELECT * FROM read_parquet(` +
-				sqlList(list) + `, union_by_name = true, hive_partitioning = false)`); err != nil {
-				return carried, err
-			}
-			if err := exec(`CREATE VIEW ` + t + ` AS SELECT h.* FROM ` + t + `_history h
-				SEMI JOIN current_runs c ON h.installation_id = c.installation_id AND h.run_id = c.run_id`); err != nil {
-				return carried, err
+			if err := b.exec(`CREATE TABLE ` + t + `_history AS ` + historySelect(list)); err != nil {
+				return carried, layout, err
 			}
 		}
-		// The views and comments in one transaction: DuckDB commits each
-		// autocommitted statement to its write-ahead log, and the ~50
-		// views and comments of a build paid that each time. The tables
-		// are not in it: a transaction holding them kept 45–65 MiB more
-		// resident until its commit (medium store). The file is discarded
-		// if the build fails.
-		if err := exec(`BEGIN TRANSACTION`); err != nil {
-			return carried, err
-		}
-		if err := exec(staleDisclosuresSQL); err != nil {
-			return carried, err
-		}
-		for _, v := range views {
-			if err := exec(v.sql); err != nil {
-				return carried, fmt.Errorf("view %s: %w", v.name, err)
-			}
-		}
-		if err := comment(ctx, conn, views); err != nil {
-			return carried, err
-		}
-		if err := commentColumns(ctx, conn); err != nil {
-			return carried, err
-		}
-		if err := exec(`COMMIT`); err != nil {
-			return carried, err
+		if err := b.createViews(views); err != nil {
+			return carried, layout, err
 		}
 	}
-	if carried, err = carryAnalystObjects(ctx, conn, oldPath, views); err != nil {
-		return carried, fmt.Errorf("analyst objects: %w", err)
+	if carried, err = carryAnalystObjects(ctx, b.conn, oldPath, views); err != nil {
+		return carried, layout, fmt.Errorf("analyst objects: %w", err)
 	}
-	if err := exec(`CHECKPOINT warehouse`); err != nil {
-		return carried, err
+	return carried, layout, b.finish()
+}
+
+// historySelect reads the run files of one table as its _history table
+// holds them: every column of every file, by name. A change here changes
+// what the tables hold, so it is part of layoutKey.
+func historySelect(files []string) string {
+	return `SELECT * FROM read_parquet(` + sqlList(files) + `, union_by_name = true, hive_partitioning = false)`
+}
+
+// build is a DuckDB connection with a database file under construction
+// attached as warehouse (and in use).
+type build struct {
+	ctx  context.Context
+	db   *sql.DB
+	conn *sql.Conn
+}
+
+// openBuild attaches the database file at path (new, or a copy of the
+// previous build) with the build's settings.
+func openBuild(ctx context.Context, path, memoryLimit string) (*build, error) {
+	// The file is attached rather than named in the driver's DSN, which
+	// cuts a path at "?" (a warehouse may be called "wh?").
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, err
 	}
-	if err := exec(`USE memory`); err != nil {
-		return carried, err
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
-	return carried, exec(`DETACH warehouse`)
+	b := &build{ctx: ctx, db: db, conn: conn}
+	// The rebuild reads every retained run: bound DuckDB's memory so the
+	// run's peak stays flat however many runs are kept (it spills to
+	// _build/ beside the new file instead).
+	if err := BoundDuckDB(ctx, conn); err != nil {
+		b.close()
+		return nil, err
+	}
+	// FSST (string compression with trained symbol tables) is left out:
+	// on the 1 M-row fact it was a fifth of the rebuild's CPU (6.1 → 4.8 s)
+	// for a file a quarter smaller (207 → 155 MB); dictionary, RLE and
+	// bit-packing still apply (docs/benchmarks.md).
+	qs := []string{`SET preserve_insertion_order = false`, buildCompression,
+		`SET temp_directory = ` + quote(filepath.Join(filepath.Dir(path), "spill")),
+		`ATTACH ` + quote(path) + ` AS warehouse ` + warehouseStorage, `USE warehouse`}
+	if memoryLimit != DuckDBMemoryLimit {
+		qs = append([]string{`SET memory_limit = ` + quote(memoryLimit)}, qs...)
+	}
+	for _, q := range qs {
+		if err := b.exec(q); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// buildCompression is the compression setting of every build (part of
+// layoutKey: it decides how the _history tables are stored).
+const buildCompression = `SET disabled_compression_methods = 'fsst,dict_fsst'`
+
+func (b *build) exec(q string, args ...any) error {
+	if _, err := b.conn.ExecContext(b.ctx, q, args...); err != nil {
+		return fmt.Errorf("%w\n  in: %s", err, firstLine(q))
+	}
+	return nil
+}
+
+func (b *build) close() {
+	b.conn.Close()
+	b.db.Close()
+}
+
+// createRunTables creates the runs and warehouse_build tables and the
+// current_runs view.
+func (b *build) createRunTables(runs []runRow, problems []ManifestProblem, info buildInfo, staleAfter time.Duration) error {
+	if err := createRuns(b.ctx, b.conn, runs, problems); err != nil {
+		return err
+	}
+	if err := createBuildInfo(b.ctx, b.conn, info); err != nil {
+		return err
+	}
+	if staleAfter <= 0 {
+		staleAfter = DefaultStaleAfter
+	}
+	if err := b.exec(fmt.Sprintf(currentRunsSQL, staleAfter.Microseconds())); err != nil {
+		return err
+	}
+	return b.exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter)))
+}
+
+// createViews creates every view over the _history tables (which exist)
+// and every comment.
+func (b *build) createViews(views []viewFile) error {
+	for _, t := range baseTables {
+		if err := b.exec(`CREATE VIEW ` + t + ` AS SELECT h.* FROM ` + t + `_history h
+			SEMI JOIN current_runs c ON h.installation_id = c.installation_id AND h.run_id = c.run_id`); err != nil {
+			return err
+		}
+	}
+	// The views and comments in one transaction: DuckDB commits each
+	// autocommitted statement to its write-ahead log, and the ~50
+	// views and comments of a build paid that each time. The tables
+	// are not in it: a transaction holding them kept 45–65 MiB more
+	// resident until its commit (medium store). The file is discarded
+	// if the build fails.
+	if err := b.exec(`BEGIN TRANSACTION`); err != nil {
+		return err
+	}
+	if err := b.exec(staleDisclosuresSQL); err != nil {
+		return err
+	}
+	for _, v := range views {
+		if err := b.exec(v.sql); err != nil {
+			return fmt.Errorf("view %s: %w", v.name, err)
+		}
+	}
+	if err := comment(b.ctx, b.conn, views); err != nil {
+		return err
+	}
+	if err := commentColumns(b.ctx, b.conn); err != nil {
+		return err
+	}
+	return b.exec(`COMMIT`)
+}
+
+// finish checkpoints the database and detaches it.
+func (b *build) finish() error {
+	if err := b.exec(`CHECKPOINT warehouse`); err != nil {
+		return err
+	}
+	if err := b.exec(`USE memory`); err != nil {
+		return err
+	}
+	return b.exec(`DETACH warehouse`)
 }
 
 // staleDisclosuresSQL makes the current disclosures include stale_data,

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -64,6 +65,26 @@ func faultHashes(t *testing.T, wh string) map[string]string {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if rel == "_database.json" {
+			// The record of the database in place, rewritten by every
+			// build (and dropped when it cannot be written): it must
+			// describe warehouse.duckdb byte for byte.
+			var stamp struct {
+				Bytes  int64  `json:"bytes"`
+				SHA256 string `json:"sha256"`
+			}
+			if err := json.Unmarshal(b, &stamp); err != nil {
+				t.Fatalf("_database.json: %v", err)
+			}
+			db, err := os.ReadFile(filepath.Join(wh, load.DatabaseFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := sha256.Sum256(db); stamp.Bytes != int64(len(db)) || stamp.SHA256 != hex.EncodeToString(h[:]) {
+				t.Errorf("_database.json describes another file than warehouse.duckdb")
+			}
+			return nil
 		}
 		h := sha256.Sum256(b)
 		out[rel] = hex.EncodeToString(h[:])

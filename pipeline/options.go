@@ -46,6 +46,9 @@ type Options struct {
 	// StaleAfter is the age beyond which an installation's current data is
 	// disclosed as stale (0 = load.DefaultStaleAfter).
 	StaleAfter time.Duration
+	// FullRebuild builds warehouse.duckdb from every retained run's files
+	// even when the previous build could be updated (load.RebuildOptions).
+	FullRebuild bool
 	// WaitLock is how long to wait for another run's warehouse lock
 	// (0 = fail at once with load.ErrLocked).
 	WaitLock time.Duration
@@ -137,6 +140,8 @@ type Result struct {
 	Duration time.Duration
 	// DuckDB is the time spent rebuilding warehouse.duckdb.
 	DuckDB time.Duration
+	// Rebuild says how warehouse.duckdb was rebuilt.
+	Rebuild RebuildSummary
 	// MemoryRetry says why warehouse.duckdb was built a second time with
 	// a larger memory limit ("" when it was not).
 	MemoryRetry string
@@ -166,4 +171,13 @@ func (s Stages) log(log *slog.Logger) {
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	log.Info("stage timings", "wall_ms", ms(s.Wall), "extract_ms", ms(s.Extract), "reader_wait_ms", ms(s.ReaderWait),
 		"transform_ms", ms(s.Transform), "parquet_ms", ms(s.Parquet), "health_ms", ms(s.Health), "publish_ms", ms(s.Publish))
+}
+
+// RebuildSummary says how warehouse.duckdb was rebuilt: the previous build
+// updated (Added runs inserted, Removed runs deleted), or built in full from
+// every retained run's files, and why.
+type RebuildSummary struct {
+	Updated        bool
+	Added, Removed int
+	FullReason     string
 }

@@ -100,7 +100,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	restore := shareMemoryWithDuckDB()
 	debug.FreeOSMemory()
 	t0 := time.Now()
-	built, err := wh.Rebuild(finish, opts.Retention, opts.StaleAfter)
+	built, err := wh.Rebuild(finish, load.RebuildOptions{Keep: opts.Retention, StaleAfter: opts.StaleAfter, Full: opts.FullRebuild})
 	restore()
 	res.DuckDB = time.Since(t0)
 	res.Problems = built.Problems
@@ -123,8 +123,18 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return res, fmt.Errorf("rebuild warehouse.duckdb: %w", err)
 	}
 	res.Pending = built.Pending
+	res.Rebuild = RebuildSummary{Updated: built.Updated, Added: built.Added, Removed: built.Removed, FullReason: built.FullReason}
+	if built.StampError != "" {
+		opts.Logger.Warn("the record of warehouse.duckdb could not be written; the next run builds it in full", "err", built.StampError)
+	}
 	if built.Pending.Database == "" {
-		opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds())
+		if built.Updated {
+			opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds(),
+				"how", "updated", "runs_added", built.Added, "runs_removed", built.Removed)
+		} else {
+			opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds(),
+				"how", "full", "why", built.FullReason)
+		}
 	}
 	// Retention last: the database now in place holds its own data, so no
 	// instant exists at which it references a pruned file.

@@ -35,6 +35,7 @@ const (
 
 func newRunCmd(g *globals) *cobra.Command {
 	s := &settings{}
+	var full bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Extract Kandev stores into the warehouse (Parquet + DuckDB)",
@@ -60,6 +61,16 @@ current and the failure is recorded in the runs table. A source that cannot
 be opened or read for an installation the warehouse does not know yet fails
 before anything is written for it: no manifest, no empty installation, and
 no warehouse directory when nothing else runs.
+
+warehouse.duckdb is built beside the old file, then renamed into place.
+Usually a copy of the previous build is updated: the runs retention drops
+are deleted and only this run's files are read in, so the cost stays one
+run's whatever the retention. It is built in full from every retained
+run's files when the old file is not exactly what the last build installed
+(an analyst's objects or writes, a write-ahead log, no _database.json,
+another DuckDB version), when the update fails, or with --full-rebuild; the
+log line "warehouse.duckdb rebuilt" says which and why. Both give the same
+database.
 
 On a terminal a progress line names each phase (the table being read with
 its rows against the source's own count, writer health, publish, rebuild),
@@ -88,14 +99,15 @@ another run holds the warehouse (retry later, or pass --wait).`,
   kandev-extract run --config /etc/kandev-extract.toml --wait 10m --quiet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRun(cmd, g, s)
+			return runRun(cmd, g, s, full)
 		},
 	}
 	s.addSources(cmd)
+	cmd.Flags().BoolVar(&full, "full-rebuild", false, "build warehouse.duckdb from every retained run's Parquet files, even when the previous build could be updated with this run alone")
 	return cmd
 }
 
-func runRun(cmd *cobra.Command, g *globals, s *settings) error {
+func runRun(cmd *cobra.Command, g *globals, s *settings, full bool) error {
 	cfg, installs, why, err := s.resolve(cmd, true)
 	if err != nil {
 		return err
@@ -105,7 +117,7 @@ func runRun(cmd *cobra.Command, g *globals, s *settings) error {
 	for _, in := range installs {
 		log.Info("installation", "installation", in.Name, "source", extract.PrintableLocation(in.Source), "chosen_because", why)
 	}
-	res, err := runOnce(cmd.Context(), g, runCall{cfg: cfg, installs: installs, wait: s.wait, demo: why == whyDemo, interactive: true})
+	res, err := runOnce(cmd.Context(), g, runCall{cfg: cfg, installs: installs, wait: s.wait, demo: why == whyDemo, interactive: true, fullRebuild: full})
 	if err != nil {
 		return err
 	}
@@ -157,6 +169,9 @@ type runCall struct {
 	demo bool
 	// interactive: a progress line may be drawn (run; never schedule).
 	interactive bool
+	// fullRebuild: warehouse.duckdb is built from every retained run's
+	// files even when the previous build could be updated.
+	fullRebuild bool
 }
 
 // runOnce checks the sources, then runs the pipeline, with a progress line
@@ -228,6 +243,7 @@ func runOnce(ctx context.Context, g *globals, c runCall) (pipeline.Result, error
 			Retention:     c.cfg.Retention,
 			StaleAfter:    c.cfg.StaleAfter,
 			WaitLock:      c.wait,
+			FullRebuild:   c.fullRebuild,
 			Progress:      bar.update,
 			Phase:         bar.step,
 		})

@@ -1,0 +1,438 @@
+package load
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The update (an incremental rebuild). A full rebuild reads every retained
+// run's Parquet files again, so its time and memory grow with retention
+// (~4 s and ~12 MiB per retained 1 M-row run: docs/benchmarks.md). The
+// update starts instead from a copy of the warehouse.duckdb the previous
+// build installed, deletes the rows of the runs no longer served, inserts
+// the rows of the runs newly served from their verified files, and creates
+// everything else (runs, warehouse_build, every view and comment) exactly
+// as a full build does: its cost is one run's, whatever the retention.
+//
+// The copy is trusted only when it is byte for byte the file the previous
+// build installed: that build recorded the file's size and SHA-256 in
+// _database.json, and the copy is hashed while it is made. Anything else
+// builds in full, and says why: no record, a file changed since (an
+// analyst's writes, a swap of a waiting database, another build), a
+// write-ahead log beside it, objects of an analyst in it (the full build
+// carries them), a different DuckDB version or storage layout, a table
+// whose columns differ from what the retained runs' files would give, or
+// any error while updating (the copy is discarded).
+
+// stampRel records the size and SHA-256 of the warehouse.duckdb the last
+// build installed.
+const stampRel = "_database.json"
+
+// stampFormat is the version of the _database.json format.
+const stampFormat = 1
+
+// databaseStamp is _database.json.
+type databaseStamp struct {
+	Format int `json:"format"`
+	// Layout is layoutKey of the build that wrote the file.
+	Layout  string `json:"layout"`
+	BuildID string `json:"build_id"`
+	Bytes   int64  `json:"bytes"`
+	SHA256  string `json:"sha256"`
+}
+
+// layoutKey names what decides how a build stores the _history tables'
+// rows: the DuckDB library, the storage and compression options, and how
+// the files are read. Everything else in the file is created anew by every
+// build, full or update.
+func layoutKey(ctx context.Context, conn *sql.Conn) (string, error) {
+	var version string
+	if err := conn.QueryRowContext(ctx, `SELECT library_version FROM pragma_version()`).Scan(&version); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, s := range []string{"kandev-extract layout 1", version, warehouseStorage, buildCompression, historySelect([]string{"f"})} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// readStamp reads _database.json; ok is false when it is missing or not
+// one this build wrote.
+func (w *Warehouse) readStamp() (s databaseStamp, ok bool) {
+	p, err := w.inside(stampRel, false)
+	if err != nil {
+		return s, false
+	}
+	f, err := openNoFollow(p)
+	if err != nil {
+		return s, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil || json.Unmarshal(data, &s) != nil || s.Format != stampFormat || !validSHA256(s.SHA256) || s.Bytes <= 0 || s.Layout == "" {
+		return databaseStamp{}, false
+	}
+	return s, true
+}
+
+// writeStamp records the installed warehouse.duckdb.
+func (w *Warehouse) writeStamp(s databaseStamp) error {
+	p, err := w.inside(stampRel, false)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(p, append(data, '\n'))
+}
+
+// dropStamp removes _database.json before warehouse.duckdb is replaced, so
+// that no instant exists at which it describes another file than the one
+// in place (the hash would catch it; this says it plainly).
+func (w *Warehouse) dropStamp() error {
+	err := w.remove(stampRel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// copyPrevious copies the installed warehouse.duckdb to dst, hashing it on
+// the way, and says why it cannot be updated ("" when it can).
+func (w *Warehouse) copyPrevious(ctx context.Context, dst string, stamp databaseStamp) (string, error) {
+	if p, err := w.inside(DatabaseFile+".wal", false); err != nil {
+		return "warehouse.duckdb.wal: " + err.Error(), nil
+	} else if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		return "warehouse.duckdb has a write-ahead log (changes made since the last build)", nil
+	}
+	src, err := w.inside(DatabaseFile, false)
+	if err != nil {
+		return err.Error(), nil
+	}
+	in, err := openNoFollow(src)
+	if err != nil {
+		return "warehouse.duckdb cannot be read (" + firstLine(err.Error()) + ")", nil
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || fi.Size() != stamp.Bytes {
+		return changedSince + " (its size differs)", nil
+	}
+	out, err := createFile(dst)
+	if err != nil {
+		return "", err
+	}
+	// File to file, so the kernel copies (copy_file_range: a reflink
+	// where the file system shares blocks); then the copy itself is
+	// hashed: what is checked is what the update uses.
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("copy warehouse.duckdb: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	n, sum, err := hashFile(dst)
+	if err != nil {
+		return "", fmt.Errorf("copy warehouse.duckdb: %w", err)
+	}
+	if n != stamp.Bytes || sum != stamp.SHA256 {
+		return changedSince + " (its SHA-256 differs)", nil
+	}
+	return "", nil
+}
+
+// changedSince is why a file other than the one the last build installed
+// is not updated.
+const changedSince = "warehouse.duckdb changed since the last build installed it (an analyst's writes, a swap of a waiting database)"
+
+// hashFile returns a file's size and SHA-256.
+func hashFile(path string) (int64, string, error) {
+	s, err := summarize(path)
+	return s.Bytes, s.SHA256, err
+}
+
+// notUpdatable is why a copy of the previous build cannot be updated: the
+// rebuild builds in full instead.
+type notUpdatable struct{ reason string }
+
+func (n *notUpdatable) Error() string { return n.reason }
+
+// updateInto turns the copy of the previous build at path into what
+// buildInto would build: the _history tables lose the rows of the runs no
+// longer served and gain those of the runs newly served, and every other
+// object is dropped and created anew. A *notUpdatable error says why it
+// did not; any error leaves the copy to be discarded.
+func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo) (added, removed int, err error) {
+	b, err := openBuild(ctx, path, DuckDBMemoryLimit)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer b.close()
+	no := func(format string, args ...any) (int, int, error) {
+		return 0, 0, &notUpdatable{reason: fmt.Sprintf(format, args...)}
+	}
+	key, err := layoutKey(ctx, b.conn)
+	if err != nil {
+		return 0, 0, err
+	}
+	if key != stamp.Layout {
+		return no("the last build stored its tables another way (another DuckDB version or storage layout)")
+	}
+	if len(files) == 0 {
+		return no("no run is served")
+	}
+	// Freed blocks are reused, never returned: a file mostly free is
+	// compacted by a full build.
+	var free, used int64
+	if err := b.conn.QueryRowContext(ctx, `SELECT free_blocks, used_blocks FROM pragma_database_size() WHERE database_name = 'warehouse'`).Scan(&free, &used); err != nil {
+		return 0, 0, err
+	}
+	if free > used {
+		return no("more of warehouse.duckdb is free space than data (%d of %d blocks free): a full build compacts it", free, free+used)
+	}
+	views, err := analyticViews()
+	if err != nil {
+		return 0, 0, err
+	}
+	// Only this build's objects: the full build carries an analyst's.
+	var foreign []string
+	rows, err := b.conn.QueryContext(ctx, `SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'warehouse' AND NOT internal
+		UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
+		UNION ALL SELECT schema_name, index_name FROM duckdb_indexes() WHERE database_name = 'warehouse'
+		UNION ALL SELECT schema_name, function_name FROM duckdb_functions() WHERE database_name = 'warehouse' AND NOT internal AND function_type IN ('macro', 'table_macro')
+		UNION ALL SELECT schema_name, sequence_name FROM duckdb_sequences() WHERE database_name = 'warehouse'
+		UNION ALL SELECT schema_name, type_name FROM duckdb_types() WHERE database_name = 'warehouse' AND NOT internal
+		UNION ALL SELECT schema_name, schema_name FROM duckdb_schemas() WHERE database_name = 'warehouse' AND NOT internal AND schema_name NOT IN ('main', 'pg_catalog', 'information_schema')`)
+	if err != nil {
+		return 0, 0, err
+	}
+	for rows.Next() {
+		var schema, name string
+		if err := rows.Scan(&schema, &name); err != nil {
+			rows.Close()
+			return 0, 0, err
+		}
+		if schema != "main" || !ours(name, views) {
+			foreign = append(foreign, schema+"."+name)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return 0, 0, err
+	}
+	if len(foreign) > 0 {
+		return no("it holds objects of an analyst (%s), which a full build carries", strings.Join(foreign, ", "))
+	}
+	// The runs it serves now, against those to serve.
+	type key2 = [2]string
+	had := map[key2]bool{}
+	rows, err = b.conn.QueryContext(ctx, `SELECT installation_id, run_id FROM runs WHERE served AND status = 'committed'`)
+	if err != nil {
+		return 0, 0, err
+	}
+	for rows.Next() {
+		var k key2
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return 0, 0, err
+		}
+		had[k] = true
+	}
+	if err := rows.Close(); err != nil {
+		return 0, 0, err
+	}
+	want := map[key2]bool{}
+	newFiles := map[string][]string{}
+	for _, r := range runs {
+		if !r.served {
+			continue
+		}
+		k := key2{r.m.InstallationID, r.m.RunID}
+		want[k] = true
+		if had[k] {
+			continue
+		}
+		added++
+		for t := range r.m.Files {
+			newFiles[t] = append(newFiles[t], filepath.Join(dir, fileRel(t, r.m.InstallationID, r.m.RunID)))
+		}
+	}
+	var gone []key2
+	for k := range had {
+		if !want[k] {
+			gone = append(gone, k)
+		}
+	}
+	removed = len(gone)
+	slices.SortFunc(gone, func(a, b key2) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
+	// Each table must have exactly the columns (names, types, order) a
+	// full build's read of every served file would give it.
+	for _, t := range baseTables {
+		list := slices.Clone(files[t])
+		if len(list) == 0 {
+			return no("no served file for table %s", t)
+		}
+		sort.Strings(list)
+		wantCols, err := describe(ctx, b.conn, `DESCRIBE `+historySelect(list))
+		if err != nil {
+			return 0, 0, err
+		}
+		haveCols, err := describe(ctx, b.conn, `DESCRIBE `+t+`_history`)
+		if err != nil {
+			return no("table %s_history cannot be described (%s)", t, firstLine(err.Error()))
+		}
+		if !slices.Equal(wantCols, haveCols) {
+			return no("table %s_history's columns differ from what the served runs' files give", t)
+		}
+	}
+	// Everything but the _history tables goes, and is created anew below.
+	var drops []string
+	for _, q := range []string{`SELECT 'VIEW ' || view_name FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal`,
+		`SELECT 'TABLE ' || table_name FROM duckdb_tables() WHERE database_name = 'warehouse' AND NOT internal AND NOT ends_with(table_name, '_history')`} {
+		rows, err := b.conn.QueryContext(ctx, q)
+		if err != nil {
+			return 0, 0, err
+		}
+		for rows.Next() {
+			var d string
+			if err := rows.Scan(&d); err != nil {
+				rows.Close()
+				return 0, 0, err
+			}
+			drops = append(drops, d)
+		}
+		if err := rows.Close(); err != nil {
+			return 0, 0, err
+		}
+	}
+	var dropSQL strings.Builder
+	for _, d := range drops {
+		kind, name, _ := strings.Cut(d, " ")
+		dropSQL.WriteString(`DROP ` + kind + ` ` + ident(name) + ";\n")
+	}
+	if err := b.exec("BEGIN TRANSACTION;\n" + dropSQL.String() + "COMMIT"); err != nil {
+		return 0, 0, err
+	}
+	var match string
+	if len(gone) > 0 {
+		pairs := make([]string, len(gone))
+		for i, k := range gone {
+			pairs[i] = "(" + quote(k[0]) + ", " + quote(k[1]) + ")"
+		}
+		match = `(installation_id, run_id) IN (VALUES ` + strings.Join(pairs, ", ") + `)`
+	}
+	if match != "" {
+		// Deleted and checkpointed before anything is inserted, so the
+		// blocks of the runs' row groups are free for the new rows: the
+		// file stays at about the retained runs' size.
+		for _, t := range baseTables {
+			if err := b.exec(`DELETE FROM ` + t + `_history WHERE ` + match); err != nil {
+				return 0, 0, err
+			}
+		}
+		if err := b.exec(`CHECKPOINT warehouse`); err != nil {
+			return 0, 0, err
+		}
+	}
+	for _, t := range baseTables {
+		if list := newFiles[t]; len(list) > 0 {
+			sort.Strings(list)
+			if err := b.exec(`INSERT INTO ` + t + `_history BY NAME ` + historySelect(list)); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	if err := b.createRunTables(runs, problems, info, staleAfter); err != nil {
+		return 0, 0, err
+	}
+	if err := b.createViews(views); err != nil {
+		return 0, 0, err
+	}
+	return added, removed, b.finish()
+}
+
+// describe lists a query's column names and types.
+func describe(ctx context.Context, conn *sql.Conn, q string) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, vals[0].String+" "+vals[1].String)
+	}
+	return out, rows.Err()
+}
+
+// update makes tmp the previous build updated, when it can (out.Updated);
+// otherwise it leaves no file at tmp and returns why the build is a full
+// one.
+func (w *Warehouse) update(ctx context.Context, out *Rebuilt, full bool, work, tmp string, runs []runRow, files map[string][]string, staleAfter time.Duration, info buildInfo) (string, error) {
+	if full {
+		return "asked for (--full-rebuild)", nil
+	}
+	if _, err := os.Lstat(filepath.Join(w.Dir, DatabaseFile)); errors.Is(err, fs.ErrNotExist) {
+		return "no warehouse.duckdb yet", nil
+	}
+	stamp, ok := w.readStamp()
+	if !ok {
+		return "no record of the last build (" + stampRel + ")", nil
+	}
+	reason, err := w.copyPrevious(ctx, tmp, stamp)
+	if err == nil && reason == "" {
+		out.Added, out.Removed, err = updateInto(ctx, w.Dir, tmp, stamp, runs, out.Problems, files, staleAfter, info)
+		if err == nil {
+			out.Updated, out.layout = true, stamp.Layout
+			return "", nil
+		}
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	var nu *notUpdatable
+	switch {
+	case errors.As(err, &nu):
+		reason = nu.reason
+	case err != nil:
+		reason = "the update failed (" + firstLine(err.Error()) + ")"
+	}
+	// The copy goes; the full build starts from nothing.
+	for _, f := range []string{DatabaseFile, DatabaseFile + ".wal"} {
+		if err := w.remove(filepath.Join(work, f)); err != nil {
+			return "", err
+		}
+	}
+	return reason, nil
+}
