@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -344,12 +345,20 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 		// Deleted and checkpointed before anything is inserted, so the
 		// blocks of the runs' row groups are free for the new rows: the
 		// file stays at about the retained runs' size.
+		// On one thread: deleting a large run from ten and checkpointing
+		// peaked ~15 MiB lower than on two, in the same time.
+		if err := b.exec(`SET threads = 1`); err != nil {
+			return 0, 0, err
+		}
 		for _, t := range baseTables {
 			if err := b.exec(`DELETE FROM ` + t + `_history WHERE ` + match); err != nil {
 				return 0, 0, err
 			}
 		}
 		if err := b.exec(`CHECKPOINT warehouse`); err != nil {
+			return 0, 0, err
+		}
+		if err := b.exec(`SET threads = ` + strconv.Itoa(DuckDBThreads)); err != nil {
 			return 0, 0, err
 		}
 	}

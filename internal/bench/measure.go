@@ -72,6 +72,7 @@ type runStats struct {
 	Rows       int64 // every row read from the source tables
 	Subagents  int64
 	Pruned     int64  // runs retention removed
+	Rebuild    string // how warehouse.duckdb was rebuilt: "update +a −r" or "full"
 	Failed     string // the error of a run that failed (pathological stores only)
 	ParquetOut int64  // bytes of Parquet written
 	TotalOut   int64  // bytes in the warehouse (Parquet, DuckDB, manifests)
@@ -93,7 +94,7 @@ var stageLabels = map[string]string{
 	"parquet":     "Parquet write (encode, zstd, fsync)",
 	"health":      "message pass (evidence + writer health, second reader)",
 	"publish":     "publish (rename, manifest)",
-	"duckdb":      "DuckDB rebuild (verify and materialize every retained run)",
+	"duckdb":      "DuckDB rebuild (verify the runs; update the previous build, or build from every retained run)",
 }
 
 // runExtractor runs `kandev-extract run` on source into wh (emptied first
@@ -154,6 +155,12 @@ func runExtractor(ctx context.Context, c config, source, wh string, fresh bool, 
 			}
 		case "duckdb views rebuilt", "warehouse.duckdb rebuilt":
 			rs.Stages["duckdb"] = time.Duration(num(l["elapsed_ms"]) * float64(time.Millisecond))
+			switch l["how"] {
+			case "updated":
+				rs.Rebuild = fmt.Sprintf("update +%d −%d", int(num(l["runs_added"])), int(num(l["runs_removed"])))
+			case "full":
+				rs.Rebuild = "full"
+			}
 		case "run committed":
 			rs.Subagents = int64(num(l["subagent_rows"]))
 		case "retention removed old runs":
