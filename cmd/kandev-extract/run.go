@@ -64,12 +64,13 @@ no warehouse directory when nothing else runs.
 
 warehouse.duckdb is built beside the old file, then renamed into place.
 Usually a copy of the previous build is updated: the runs retention drops
-are deleted and only this run's files are read in, so the cost stays one
-run's whatever the retention. It is built in full from every retained
-run's files when the old file is not exactly what the last build installed
-(an analyst's objects or writes, a write-ahead log, no _database.json,
-another DuckDB version), when the update fails, or with --full-rebuild; the
-log line "warehouse.duckdb rebuilt" says which and why. Both give the same
+are deleted and only this run's files are read in, so the work is one
+run's plus copying and hashing the file, whatever the retention. It is
+built in full from every retained run's files when the old file is not
+exactly what the last build installed (an analyst's objects or writes, a
+write-ahead log, no _database.json, another DuckDB version), when it is
+mostly free space, when the update fails, or with --full-rebuild; the log
+line "warehouse.duckdb rebuilt" says which and why. Both give the same
 database.
 
 On a terminal a progress line names each phase (the table being read with
