@@ -242,8 +242,8 @@ func contextsChart(in *Installation, id string, missing bool) Chart {
 		if st.ContextsComplete != nil {
 			sc, cc = num(*st.SessionsComplete), num(*st.ContextsComplete)
 			g.bars = []hbar{
-				{series: "sessions-complete", color: colComplete, value: st.SessionsComplete, label: fmt.Sprintf("%s sessions · n=%s", num(*st.SessionsComplete), inum(st.Complete)), n: st.Complete, avg: true},
-				{series: "contexts-complete", color: colContexts, value: st.ContextsComplete, label: fmt.Sprintf("%s contexts · n=%s", num(*st.ContextsComplete), inum(st.Complete)), n: st.Complete, avg: true},
+				{series: "sessions-complete", color: colComplete, value: st.SessionsComplete, label: fmt.Sprintf("%s · n=%s", numOf(*st.SessionsComplete, "session", "sessions"), inum(st.Complete)), n: st.Complete, avg: true},
+				{series: "contexts-complete", color: colContexts, value: st.ContextsComplete, label: fmt.Sprintf("%s · n=%s", numOf(*st.ContextsComplete, "context", "contexts"), inum(st.Complete)), n: st.Complete, avg: true},
 			}
 		} else {
 			g.bars = []hbar{{note: fmt.Sprintf("no complete card (of %s): exact contexts per card unknown, not 0", inum(st.Cards))}}
@@ -251,8 +251,8 @@ func contextsChart(in *Installation, id string, missing bool) Chart {
 		complete = append(complete, g)
 		sa, ca := st.SessionsAll, st.ContextsObservedAll
 		all = append(all, hgroup{cat: st.Name, bars: []hbar{
-			{series: "sessions-all", color: colComplete, value: &sa, label: fmt.Sprintf("%s sessions · n=%s", num(sa), inum(st.Cards)), n: st.Cards, avg: true},
-			{series: "contexts-observed", color: colLowerBound, value: &ca, label: fmt.Sprintf("≥ %s contexts · n=%s", num(ca), inum(st.Cards)), n: st.Cards, avg: true, lower: true},
+			{series: "sessions-all", color: colComplete, value: &sa, label: fmt.Sprintf("%s · n=%s", numOf(sa, "session", "sessions"), inum(st.Cards)), n: st.Cards, avg: true},
+			{series: "contexts-observed", color: colLowerBound, value: &ca, label: fmt.Sprintf("≥ %s · n=%s", numOf(ca, "context", "contexts"), inum(st.Cards)), n: st.Cards, avg: true, lower: true},
 		}})
 		tab.Rows = append(tab.Rows, []string{st.Name, inum(st.Cards), inum(st.Complete), sc, cc, num(sa), "≥ " + num(ca), inum(st.LowerBound), inum(st.Unknown)})
 	}

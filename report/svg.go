@@ -236,6 +236,15 @@ func num(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
+// numOf formats a count or an average followed by its noun, singular for
+// exactly one ("1 session", "1.50 sessions").
+func numOf(v float64, one, many string) string {
+	if s := num(v); s != "1" {
+		return s + " " + many
+	}
+	return "1 " + one
+}
+
 // tick formats an axis tick compactly: 2,500, 250k, 1.25M.
 func tick(v float64) string {
 	switch a := math.Abs(v); {

@@ -37,6 +37,11 @@ func TestNumbers(t *testing.T) {
 			t.Errorf("num(%v) = %q, want %q", v, got, want)
 		}
 	}
+	for v, want := range map[float64]string{1: "1 session", 1.5: "1.50 sessions", 0: "0 sessions", 2: "2 sessions", 0.999: "1.00 sessions"} {
+		if got := numOf(v, "session", "sessions"); got != want {
+			t.Errorf("numOf(%v) = %q, want %q", v, got, want)
+		}
+	}
 	for v, want := range map[float64]string{2500: "2,500", 12500: "12.5k", 250000: "250k", 1250000: "1.25M"} {
 		if got := tick(v); got != want {
 			t.Errorf("tick(%v) = %q, want %q", v, got, want)
