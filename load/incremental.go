@@ -133,7 +133,7 @@ func (w *Warehouse) copyPrevious(ctx context.Context, dst string, stamp database
 	}
 	defer in.Close()
 	if fi, err := in.Stat(); err != nil || fi.Size() != stamp.Bytes {
-		return changedSince + " (its size differs)", nil
+		return changedSince("size"), nil
 	}
 	out, err := createFile(dst)
 	if err != nil {
@@ -157,14 +157,16 @@ func (w *Warehouse) copyPrevious(ctx context.Context, dst string, stamp database
 		return "", fmt.Errorf("copy warehouse.duckdb: %w", err)
 	}
 	if n != stamp.Bytes || sum != stamp.SHA256 {
-		return changedSince + " (its SHA-256 differs)", nil
+		return changedSince("SHA-256"), nil
 	}
 	return "", nil
 }
 
 // changedSince is why a file other than the one the last build installed
 // is not updated.
-const changedSince = "warehouse.duckdb changed since the last build installed it (an analyst's writes, a swap of a waiting database)"
+func changedSince(what string) string {
+	return "warehouse.duckdb changed since the last build installed it: its " + what + " differs (an analyst's writes, or a waiting database swapped in)"
+}
 
 // hashFile returns a file's size and SHA-256.
 func hashFile(path string) (int64, string, error) {

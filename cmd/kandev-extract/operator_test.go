@@ -118,6 +118,15 @@ func TestLogFormatJSONKeepsStdoutEmptyAndQuietIsQuiet(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "installation team-a (sqlite") {
 		t.Errorf("log_format = text: exit %d, stdout %q", code, out)
 	}
+	// The summary says how warehouse.duckdb was rebuilt (the log line
+	// that says it is info, not shown on a terminal without -v).
+	if want := "warehouse.duckdb: the previous build updated in "; !strings.Contains(out, want) || !strings.Contains(out, "(1 run added, 0 runs removed)") {
+		t.Errorf("third run's summary does not say %q … (1 run added, 0 runs removed):\n%s", want, out)
+	}
+	out, _, code = runProc(t, nil, "", nil, "run", "-c", cfg, "--full-rebuild")
+	if want := "warehouse.duckdb: built in full from every retained run in "; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "because: asked for (--full-rebuild)") {
+		t.Errorf("--full-rebuild: exit %d, summary without %q … because: asked for (--full-rebuild):\n%s", code, want, out)
+	}
 	// --quiet: no summary, no info logs (text or JSON).
 	for _, f := range []string{"text", "json"} {
 		out, errOut, code = runProc(t, nil, "", nil, "--quiet", "run", "-s", src, "-w", wh, "-i", "team-a", "--log-format", f)

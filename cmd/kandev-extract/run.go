@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,8 +71,8 @@ built in full from every retained run's files when the old file is not
 exactly what the last build installed (an analyst's objects or writes, a
 write-ahead log, no _database.json, another DuckDB version), when it is
 mostly free space, when the update fails, or with --full-rebuild; the log
-line "warehouse.duckdb rebuilt" says which and why. Both give the same
-database.
+line "warehouse.duckdb rebuilt" and the summary say which and why. Both give
+the same tables, views and rows.
 
 On a terminal a progress line names each phase (the table being read with
 its rows against the source's own count, writer health, publish, rebuild),
@@ -398,6 +399,9 @@ func printSummary(w io.Writer, warehouse string, res pipeline.Result) {
 			printSafe(w, "   - [%s] %s\n", d.Rule, d.Text)
 		}
 	}
+	if line := rebuildLine(res); line != "" {
+		printSafe(w, "\n%s\n", line)
+	}
 	if msgs := res.Pending.Messages(); len(msgs) > 0 {
 		printlnSafe(w)
 		printlnSafe(w, "pending (files open in another process; not a failure):")
@@ -407,6 +411,26 @@ func printSummary(w io.Writer, warehouse string, res pipeline.Result) {
 	}
 	db := filepath.Join(warehouse, "warehouse.duckdb")
 	printSafe(w, "\nQuery it:\n  %s query --warehouse %s \"SELECT * FROM fanout_distribution\"\n  duckdb -readonly %s \"SELECT * FROM disclosures\"\n", selfName(), warehouse, db)
+}
+
+// rebuildLine says how warehouse.duckdb was rebuilt ("" when it was not).
+func rebuildLine(res pipeline.Result) string {
+	r := res.Rebuild
+	took := fmt.Sprintf("%.1f s", res.DuckDB.Seconds())
+	switch {
+	case r.Updated:
+		return fmt.Sprintf("warehouse.duckdb: the previous build updated in %s (%s added, %s removed)", took, runsCount(r.Added), runsCount(r.Removed))
+	case r.FullReason != "":
+		return fmt.Sprintf("warehouse.duckdb: built in full from every retained run in %s, because: %s", took, r.FullReason)
+	}
+	return ""
+}
+
+func runsCount(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return strconv.Itoa(n) + " runs"
 }
 
 // logSummary is the summary as log records, one per committed
