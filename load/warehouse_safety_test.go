@@ -303,11 +303,25 @@ func TestTamperedFilesAreNotServed(t *testing.T) {
 		t.Errorf("runs row of the truncated run: %s", got)
 	}
 	mustExist(t, fact(second.RunID))
+	// The previous build was updated: the run no longer served left the
+	// history tables, as a full build would have left it out.
+	if r := third.Rebuild; !r.Updated || r.Added != 1 || r.Removed != 1 {
+		t.Errorf("third run's rebuild %+v, want the previous build updated (+1 −1)", r)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM fact_subagent_context_history WHERE run_id = '`+second.RunID+`' AND installation_id = 'a'`); got != "0" {
+		t.Errorf("the truncated run still has %s rows in fact_subagent_context_history", got)
+	}
 	// Same size, other content (a replaced or type-changed file).
 	b, _ = os.ReadFile(fact(first.RunID))
 	b[len(b)/2] ^= 0xff
 	os.WriteFile(fact(first.RunID), b, 0o644)
-	safetyRun(t, wh, 0, "b")
+	fourth := safetyRun(t, wh, 0, "b")
+	if r := fourth.Rebuild; !r.Updated || r.Added != 1 || r.Removed != 1 {
+		t.Errorf("fourth run's rebuild %+v, want the previous build updated (+1 −1)", r)
+	}
+	if got := duckOne(t, wh, `SELECT count(*) FROM fact_subagent_context_history WHERE installation_id = 'a'`); got != "0" {
+		t.Errorf("a has %s rows in fact_subagent_context_history with every run tampered", got)
+	}
 	if got := duckRows(t, wh, `SELECT run_id FROM current_runs WHERE installation_id = 'a'`); len(got) != 0 {
 		t.Errorf("a still served from %v with every run tampered", got)
 	}
