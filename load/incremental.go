@@ -139,20 +139,7 @@ func (w *Warehouse) copyPrevious(ctx context.Context, dst string, stamp database
 	if err != nil {
 		return "", err
 	}
-	// File to file, so the kernel copies (copy_file_range: a reflink
-	// where the file system shares blocks); then the copy itself is
-	// hashed: what is checked is what the update uses.
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("copy warehouse.duckdb: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	n, sum, err := hashFile(dst)
+	n, sum, err := copyHashed(ctx, out, in, dst)
 	if err != nil {
 		return "", fmt.Errorf("copy warehouse.duckdb: %w", err)
 	}
@@ -160,6 +147,74 @@ func (w *Warehouse) copyPrevious(ctx context.Context, dst string, stamp database
 		return changedSince("SHA-256"), nil
 	}
 	return "", nil
+}
+
+// copyChunk is how much copyHashed copies before the hashing of it starts.
+const copyChunk = 32 << 20
+
+// copyHashed copies in to out (closing out), and returns the size and
+// SHA-256 of the copy as read back from path, out's path: what is checked
+// is what the update uses. Chunk by chunk, file to file (so the kernel
+// copies: copy_file_range on Linux), while another goroutine hashes the
+// chunks already copied: on a 2.2 GB file 1.7–1.8 s against 2.3–4.8 s
+// for a copy then a hash (docs/benchmarks.md).
+func copyHashed(ctx context.Context, out fileSink, in *os.File, path string) (int64, string, error) {
+	copied := make(chan int64, 1)
+	type hashed struct {
+		n   int64
+		sum string
+		err error
+	}
+	result := make(chan hashed, 1)
+	go func() {
+		var r hashed
+		defer func() { result <- r }()
+		f, err := openNoFollow(path)
+		if err != nil {
+			r.err = err
+			for range copied {
+			}
+			return
+		}
+		defer f.Close()
+		h := sha256.New()
+		for upto := range copied {
+			if r.err != nil {
+				continue
+			}
+			n, err := io.CopyN(h, f, upto-r.n)
+			r.n += n
+			r.err = err
+		}
+		r.sum = hex.EncodeToString(h.Sum(nil))
+	}()
+	var total int64
+	var err error
+	for err == nil {
+		var n int64
+		n, err = io.CopyN(out, in, copyChunk)
+		total += n
+		if err == nil {
+			err = ctx.Err()
+		}
+		if n > 0 {
+			// The channel holds one offset: the hasher is at most one
+			// chunk behind, reading what the page cache still holds.
+			copied <- total
+		}
+	}
+	close(copied)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	r := <-result
+	if err == nil {
+		err = r.err
+	}
+	return r.n, r.sum, err
 }
 
 // changedSince is why a file other than the one the last build installed
