@@ -58,6 +58,54 @@ func ours(name string, views []viewFile) bool {
 	return false
 }
 
+// object is an object of an attached database: its kind ("table"), schema,
+// name and, where DuckDB keeps one, its definition.
+type object struct{ kind, schema, name, sql string }
+
+// analystKinds are the kinds of object an analyst can create, in the
+// order they are carried (a schema before its tables, a table before its
+// indexes; views last, as they may use the others).
+var analystKinds = []string{"schema", "table", "index", "view", "macro, sequence or type"}
+
+// analystObjects lists, per kind of analystKinds, the objects of the
+// attached database db that the rebuild does not create.
+func analystObjects(ctx context.Context, conn *sql.Conn, db string, views []viewFile) ([][]object, error) {
+	where := ` WHERE database_name = ` + quote(db) + ` AND NOT internal`
+	queries := []string{
+		`SELECT schema_name, schema_name, NULL FROM duckdb_schemas()` + where + ` AND schema_name NOT IN ('main', 'pg_catalog', 'information_schema')`,
+		`SELECT schema_name, table_name, sql FROM duckdb_tables()` + where + ` AND NOT temporary`,
+		`SELECT schema_name, index_name, sql FROM duckdb_indexes() WHERE database_name = ` + quote(db),
+		`SELECT schema_name, view_name, sql FROM duckdb_views()` + where + ` AND NOT temporary`,
+		`SELECT schema_name, function_name, NULL FROM duckdb_functions()` + where + ` AND function_type IN ('macro', 'table_macro')
+		UNION ALL SELECT schema_name, sequence_name, NULL FROM duckdb_sequences() WHERE database_name = ` + quote(db) + ` AND NOT temporary
+		UNION ALL SELECT schema_name, type_name, NULL FROM duckdb_types()` + where,
+	}
+	out := make([][]object, len(analystKinds))
+	for i, q := range queries {
+		rows, err := conn.QueryContext(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			o := object{kind: analystKinds[i]}
+			var s sql.NullString
+			if err := rows.Scan(&o.schema, &o.name, &s); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			o.sql = s.String
+			if o.schema == "main" && ours(o.name, views) {
+				continue
+			}
+			out[i] = append(out[i], o)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // carryAnalystObjects copies the analyst objects of the old database at
 // oldPath into the database attached as warehouse on conn, which already
 // holds the rebuild's own objects.
@@ -73,51 +121,11 @@ func carryAnalystObjects(ctx context.Context, conn *sql.Conn, oldPath string, vi
 		return c, nil
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `DETACH previous`)
-	type object struct{ kind, schema, name, sql string }
-	list := func(q string, kind string) ([]object, error) {
-		rows, err := conn.QueryContext(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out []object
-		for rows.Next() {
-			o := object{kind: kind}
-			var s sql.NullString
-			if err := rows.Scan(&o.schema, &o.name, &s); err != nil {
-				return nil, err
-			}
-			o.sql = s.String
-			if o.schema == "main" && ours(o.name, views) {
-				continue
-			}
-			out = append(out, o)
-		}
-		return out, rows.Err()
-	}
-	where := ` WHERE database_name = 'previous' AND NOT internal`
-	schemas, err := list(`SELECT schema_name, schema_name, NULL FROM duckdb_schemas()`+where+` AND schema_name NOT IN ('main', 'pg_catalog', 'information_schema')`, "schema")
+	objs, err := analystObjects(ctx, conn, "previous", views)
 	if err != nil {
 		return unreadable(c, err), nil
 	}
-	tables, err := list(`SELECT schema_name, table_name, sql FROM duckdb_tables()`+where+` AND NOT temporary`, "table")
-	if err != nil {
-		return unreadable(c, err), nil
-	}
-	indexes, err := list(`SELECT schema_name, index_name, sql FROM duckdb_indexes() WHERE database_name = 'previous'`, "index")
-	if err != nil {
-		return unreadable(c, err), nil
-	}
-	viewsOld, err := list(`SELECT schema_name, view_name, sql FROM duckdb_views()`+where+` AND NOT temporary`, "view")
-	if err != nil {
-		return unreadable(c, err), nil
-	}
-	others, err := list(`SELECT schema_name, function_name, NULL FROM duckdb_functions()`+where+` AND function_type IN ('macro', 'table_macro')
-		UNION ALL SELECT schema_name, sequence_name, NULL FROM duckdb_sequences() WHERE database_name = 'previous' AND NOT temporary
-		UNION ALL SELECT schema_name, type_name, NULL FROM duckdb_types()`+where, "macro, sequence or type")
-	if err != nil {
-		return unreadable(c, err), nil
-	}
+	schemas, tables, indexes, viewsOld, others := objs[0], objs[1], objs[2], objs[3], objs[4]
 	name := func(o object) string { return o.kind + " " + o.schema + "." + o.name }
 	exec := func(q string) error { _, err := conn.ExecContext(ctx, q); return err }
 	// The old file is hostile input: its statements run with no file

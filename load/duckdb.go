@@ -201,10 +201,11 @@ func (w *Warehouse) Rebuild(ctx context.Context, opts RebuildOptions) (Rebuilt, 
 	if err := syncFilePath(tmp); err != nil {
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
-	stamp := databaseStamp{Format: stampFormat, Layout: out.layout, BuildID: id}
-	if stamp.Bytes, stamp.SHA256, err = hashFile(tmp); err != nil {
+	sum, err := summarize(tmp)
+	if err != nil {
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
+	stamp := databaseStamp{Format: stampFormat, Layout: out.layout, BuildID: id, Bytes: sum.Bytes, SHA256: sum.SHA256}
 	if err := w.dropStamp(); err != nil {
 		return out, fmt.Errorf("build %s: remove %s: %w", final, stampRel, err)
 	}

@@ -223,12 +223,6 @@ func changedSince(what string) string {
 	return "warehouse.duckdb changed since the last build installed it: its " + what + " differs (an analyst's writes, or a waiting database swapped in)"
 }
 
-// hashFile returns a file's size and SHA-256.
-func hashFile(path string) (int64, string, error) {
-	s, err := summarize(path)
-	return s.Bytes, s.SHA256, err
-}
-
 // notUpdatable is why a copy of the previous build cannot be updated: the
 // rebuild builds in full instead.
 type notUpdatable struct{ reason string }
@@ -273,29 +267,15 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 		return 0, 0, err
 	}
 	// Only this build's objects: the full build carries an analyst's.
-	var foreign []string
-	rows, err := b.conn.QueryContext(ctx, `SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'warehouse' AND NOT internal
-		UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
-		UNION ALL SELECT schema_name, index_name FROM duckdb_indexes() WHERE database_name = 'warehouse'
-		UNION ALL SELECT schema_name, function_name FROM duckdb_functions() WHERE database_name = 'warehouse' AND NOT internal AND function_type IN ('macro', 'table_macro')
-		UNION ALL SELECT schema_name, sequence_name FROM duckdb_sequences() WHERE database_name = 'warehouse'
-		UNION ALL SELECT schema_name, type_name FROM duckdb_types() WHERE database_name = 'warehouse' AND NOT internal
-		UNION ALL SELECT schema_name, schema_name FROM duckdb_schemas() WHERE database_name = 'warehouse' AND NOT internal AND schema_name NOT IN ('main', 'pg_catalog', 'information_schema')`)
+	objs, err := analystObjects(ctx, b.conn, "warehouse", views)
 	if err != nil {
 		return 0, 0, err
 	}
-	for rows.Next() {
-		var schema, name string
-		if err := rows.Scan(&schema, &name); err != nil {
-			rows.Close()
-			return 0, 0, err
+	var foreign []string
+	for _, kind := range objs {
+		for _, o := range kind {
+			foreign = append(foreign, o.schema+"."+o.name)
 		}
-		if schema != "main" || !ours(name, views) {
-			foreign = append(foreign, schema+"."+name)
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return 0, 0, err
 	}
 	if len(foreign) > 0 {
 		return no("it holds objects of an analyst (%s), which a full build carries", strings.Join(foreign, ", "))
@@ -303,7 +283,7 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 	// The runs it serves now, against those to serve.
 	type key2 = [2]string
 	had := map[key2]bool{}
-	rows, err = b.conn.QueryContext(ctx, `SELECT installation_id, run_id FROM runs WHERE served AND status = 'committed'`)
+	rows, err := b.conn.QueryContext(ctx, `SELECT installation_id, run_id FROM runs WHERE served AND status = 'committed'`)
 	if err != nil {
 		return 0, 0, err
 	}

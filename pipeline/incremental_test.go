@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +69,9 @@ func TestUpdateMatchesFullBuild(t *testing.T) {
 			continue
 		}
 		full := filepath.Join(t.TempDir(), "full")
-		copyTree(t, wh, full)
+		if err := os.CopyFS(full, os.DirFS(wh)); err != nil {
+			t.Fatal(err)
+		}
 		w, err := load.OpenWarehouse(full)
 		if err != nil {
 			t.Fatal(err)
@@ -155,38 +155,6 @@ func sameDatabase(t *testing.T, x, y string) {
 	}
 	if nonEmpty < 20 {
 		t.Errorf("only %d of %d objects have rows: the comparison proves little", nonEmpty, len(objects))
-	}
-}
-
-// copyTree copies a warehouse directory (regular files and directories).
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		dst := filepath.Join(to, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(dst)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
