@@ -311,15 +311,11 @@ func restamp(t *testing.T, wh string) {
 	})
 }
 
-// memoryConn is a connection to an in-memory DuckDB, closed with the test.
+// memoryConn is one connection to an in-memory DuckDB (memDuck), closed
+// with the test: USE holds for that connection only.
 func memoryConn(t *testing.T) *sql.Conn {
 	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(context.Background())
+	conn, err := memDuck(t).Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
