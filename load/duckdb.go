@@ -2,11 +2,15 @@ package load
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,10 +56,15 @@ type Rebuilt struct {
 	Updated        bool
 	Added, Removed int
 	FullReason     string
+	// ViewsKept says the update kept the previous build's views and
+	// comments, the same statements having created them (schemaKey); it
+	// set only the comments that state the current disclosures.
+	ViewsKept bool
 	// StampError is why _database.json could not be written (the next
 	// rebuild is then a full one); empty when it was.
 	StampError string
 	layout     string
+	schema     string
 }
 
 // RebuildOptions are a rebuild's settings.
@@ -166,7 +175,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, opts RebuildOptions) (Rebuilt, 
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
 	if !out.Updated {
-		out.Analyst, out.layout, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, rebuildMemoryLimit)
+		out.Analyst, out.layout, out.schema, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, rebuildMemoryLimit)
 	}
 	if isOutOfMemory(err) {
 		// Rows wider than any measured can need more than the limit for
@@ -179,7 +188,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, opts RebuildOptions) (Rebuilt, 
 				return out, fmt.Errorf("build %s: %w", final, err)
 			}
 		}
-		out.Analyst, out.layout, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, RetryMemoryLimit)
+		out.Analyst, out.layout, out.schema, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, RetryMemoryLimit)
 	}
 	if err != nil {
 		return out, fmt.Errorf("build %s: %w", final, err)
@@ -205,7 +214,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, opts RebuildOptions) (Rebuilt, 
 	if err != nil {
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
-	stamp := databaseStamp{Format: stampFormat, Layout: out.layout, BuildID: id, Bytes: sum.Bytes, SHA256: sum.SHA256}
+	stamp := databaseStamp{Format: stampFormat, Layout: out.layout, Schema: out.schema, BuildID: id, Bytes: sum.Bytes, SHA256: sum.SHA256}
 	if err := w.dropStamp(); err != nil {
 		return out, fmt.Errorf("build %s: remove %s: %w", final, stampRel, err)
 	}
@@ -267,41 +276,43 @@ type runRow struct {
 	problem string
 }
 
-func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo, memoryLimit string) (carried Carried, layout string, err error) {
+// buildInto builds the database at path from the served runs' files, and
+// returns its layoutKey and schemaKey ("" when no run is served).
+func buildInto(ctx context.Context, path, oldPath string, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo, memoryLimit string) (carried Carried, layout, schema string, err error) {
 	b, err := openBuild(ctx, path, memoryLimit)
 	if err != nil {
-		return carried, "", err
+		return carried, "", "", err
 	}
 	defer b.close()
 	if layout, err = layoutKey(ctx, b.conn); err != nil {
-		return carried, "", err
+		return carried, "", "", err
 	}
 	if err := b.createRunTables(runs, problems, info, staleAfter); err != nil {
-		return carried, layout, err
+		return carried, layout, "", err
 	}
 	views, err := analyticViews()
 	if err != nil {
-		return carried, layout, err
+		return carried, layout, "", err
 	}
 	if len(files) > 0 {
 		for _, t := range baseTables {
 			list := files[t]
 			if len(list) == 0 {
-				return carried, layout, fmt.Errorf("no served file for table %s", t)
+				return carried, layout, "", fmt.Errorf("no served file for table %s", t)
 			}
 			sort.Strings(list)
 			if err := b.exec(`CREATE TABLE ` + t + `_history AS ` + historySelect(list)); err != nil {
-				return carried, layout, err
+				return carried, layout, "", err
 			}
 		}
-		if err := b.createViews(views); err != nil {
-			return carried, layout, err
+		if schema, err = b.createViews(views); err != nil {
+			return carried, layout, "", err
 		}
 	}
 	if carried, err = carryAnalystObjects(ctx, b.conn, oldPath, views); err != nil {
-		return carried, layout, fmt.Errorf("analyst objects: %w", err)
+		return carried, layout, schema, fmt.Errorf("analyst objects: %w", err)
 	}
-	return carried, layout, b.finish()
+	return carried, layout, schema, b.finish()
 }
 
 // historySelect reads the run files of one table as its _history table
@@ -395,14 +406,8 @@ func (b *build) createRunTables(runs []runRow, problems []ManifestProblem, info 
 }
 
 // createViews creates every view over the _history tables (which exist)
-// and every comment.
-func (b *build) createViews(views []viewFile) error {
-	for _, t := range baseTables {
-		if err := b.exec(`CREATE VIEW ` + t + ` AS SELECT h.* FROM ` + t + `_history h
-			SEMI JOIN current_runs c ON h.installation_id = c.installation_id AND h.run_id = c.run_id`); err != nil {
-			return err
-		}
-	}
+// and every comment, and returns their schemaKey.
+func (b *build) createViews(views []viewFile) (string, error) {
 	// The views and comments in one transaction: DuckDB commits each
 	// autocommitted statement to its write-ahead log, and the ~50
 	// views and comments of a build paid that each time. The tables
@@ -410,23 +415,75 @@ func (b *build) createViews(views []viewFile) error {
 	// resident until its commit (medium store). The file is discarded
 	// if the build fails.
 	if err := b.exec(`BEGIN TRANSACTION`); err != nil {
-		return err
+		return "", err
 	}
-	if err := b.exec(staleDisclosuresSQL); err != nil {
-		return err
-	}
-	for _, v := range views {
-		if err := b.exec(v.sql); err != nil {
-			return fmt.Errorf("view %s: %w", v.name, err)
+	created := viewStatements(views)
+	for i, q := range created {
+		if err := b.exec(q); err != nil {
+			if i >= len(created)-len(views) {
+				return "", fmt.Errorf("view %s: %w", views[i-(len(created)-len(views))].name, err)
+			}
+			return "", err
 		}
 	}
-	if err := comment(b.ctx, b.conn, views); err != nil {
-		return err
+	comments, err := staticComments(b.ctx, b.conn)
+	if err != nil {
+		return "", err
 	}
-	if err := commentColumns(b.ctx, b.conn); err != nil {
-		return err
+	if err := b.exec(comments); err != nil {
+		return "", fmt.Errorf("comments: %w", err)
 	}
-	return b.exec(`COMMIT`)
+	if err := discloseComments(b.ctx, b.conn, views); err != nil {
+		return "", err
+	}
+	return schemaKey(created, comments), b.exec(`COMMIT`)
+}
+
+// viewStatements create the views over the _history tables, in order:
+// the base views, the current disclosures, the analytic views (the last
+// len(views)).
+func viewStatements(views []viewFile) []string {
+	out := make([]string, 0, len(baseTables)+1+len(views))
+	for _, t := range baseTables {
+		out = append(out, `CREATE VIEW `+t+` AS SELECT h.* FROM `+t+`_history h
+			SEMI JOIN current_runs c ON h.installation_id = c.installation_id AND h.run_id = c.run_id`)
+	}
+	out = append(out, staleDisclosuresSQL)
+	for _, v := range views {
+		out = append(out, v.sql)
+	}
+	return out
+}
+
+// staticComments is the statement list of every comment on the base views
+// and _history tables, none of which depends on the data.
+func staticComments(ctx context.Context, conn *sql.Conn) (string, error) {
+	var b strings.Builder
+	for _, t := range slices.Sorted(maps.Keys(baseComments)) {
+		c := baseComments[t]
+		b.WriteString(`COMMENT ON VIEW ` + t + ` IS ` + quote(c) + ";\n")
+		b.WriteString(`COMMENT ON TABLE ` + t + `_history IS ` + quote(c+" All retained served runs.") + ";\n")
+	}
+	cols, err := columnComments(ctx, conn)
+	if err != nil {
+		return "", err
+	}
+	return b.String() + cols, nil
+}
+
+// schemaKey names the views and comments a build created: the SHA-256 of
+// every statement that created them. An update whose previous build
+// recorded the same key (_database.json) keeps them instead of creating
+// them again: they are what these statements would create, over tables
+// whose columns the update has checked.
+func schemaKey(views []string, comments string) string {
+	h := sha256.New()
+	for _, q := range views {
+		h.Write([]byte(q))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(comments))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // finish checkpoints the database and detaches it.
@@ -572,25 +629,17 @@ func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []M
 	return err
 }
 
-func comment(ctx context.Context, conn *sql.Conn, views []viewFile) error {
+// disclosuresLead joins a disclosing view's own comment and the current
+// disclosures (analyticViews refuses a view whose text holds it, so the
+// comment before it is the view's own).
+const disclosuresLead = " Disclosures for the current data: "
+
+// discloseComments appends the current disclosures to the comment of every
+// view that discloses, in place of those a kept view's comment had.
+func discloseComments(ctx context.Context, conn *sql.Conn, views []viewFile) error {
 	disclosure, err := disclosureText(ctx, conn)
 	if err != nil {
 		return err
-	}
-	set := func(q string) error {
-		_, err := conn.ExecContext(ctx, q)
-		return err
-	}
-	for t, c := range baseComments {
-		if err := set(`COMMENT ON VIEW ` + t + ` IS ` + quote(c)); err != nil {
-			return err
-		}
-		if err := set(`COMMENT ON TABLE ` + t + `_history IS ` + quote(c+" All retained served runs.")); err != nil {
-			return err
-		}
-	}
-	if disclosure == "" {
-		return nil
 	}
 	for _, v := range views {
 		if !v.disclose {
@@ -600,7 +649,15 @@ func comment(ctx context.Context, conn *sql.Conn, views []viewFile) error {
 		if err := conn.QueryRowContext(ctx, `SELECT comment FROM duckdb_views() WHERE database_name = current_database() AND view_name = ?`, v.name).Scan(&c); err != nil {
 			return fmt.Errorf("comment %s: %w", v.name, err)
 		}
-		if err := set(`COMMENT ON VIEW ` + v.name + ` IS ` + quote(c.String+" Disclosures for the current data: "+disclosure)); err != nil {
+		own, _, _ := strings.Cut(c.String, disclosuresLead)
+		want := own
+		if disclosure != "" {
+			want = own + disclosuresLead + disclosure
+		}
+		if want == c.String {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, `COMMENT ON VIEW `+v.name+` IS `+quote(want)); err != nil {
 			return err
 		}
 	}

@@ -49,7 +49,10 @@ const stampFormat = 1
 type databaseStamp struct {
 	Format int `json:"format"`
 	// Layout is layoutKey of the build that wrote the file.
-	Layout  string `json:"layout"`
+	Layout string `json:"layout"`
+	// Schema is schemaKey of its views and comments ("" when unknown:
+	// the update then creates them anew).
+	Schema  string `json:"schema,omitempty"`
 	BuildID string `json:"build_id"`
 	Bytes   int64  `json:"bytes"`
 	SHA256  string `json:"sha256"`
@@ -229,23 +232,35 @@ type notUpdatable struct{ reason string }
 
 func (n *notUpdatable) Error() string { return n.reason }
 
+// updated is what updateInto did.
+type updated struct {
+	added, removed int
+	// schema is the schemaKey of the views and comments the file holds;
+	// viewsKept says they are the previous build's.
+	schema    string
+	viewsKept bool
+}
+
 // updateInto turns the copy of the previous build at path into what
 // buildInto would build: the _history tables lose the rows of the runs no
 // longer served and gain those of the runs newly served, and every other
-// object is dropped and created anew. A *notUpdatable error says why it
-// did not; any error leaves the copy to be discarded.
-func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo) (added, removed int, err error) {
+// object is dropped and created anew — but for the views and their
+// comments, kept when the previous build created them with the very
+// statements this one would (stamp.Schema): then only the comments that
+// state the disclosures are set again. A *notUpdatable error says why it
+// did not update; any error leaves the copy to be discarded.
+func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo) (u updated, err error) {
 	b, err := openBuild(ctx, path, DuckDBMemoryLimit)
 	if err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	defer b.close()
-	no := func(format string, args ...any) (int, int, error) {
-		return 0, 0, &notUpdatable{reason: fmt.Sprintf(format, args...)}
+	no := func(format string, args ...any) (updated, error) {
+		return updated{}, &notUpdatable{reason: fmt.Sprintf(format, args...)}
 	}
 	key, err := layoutKey(ctx, b.conn)
 	if err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	if key != stamp.Layout {
 		return no("the last build stored its tables another way (another DuckDB version or storage layout)")
@@ -257,19 +272,19 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 	// compacted by a full build.
 	var free, used int64
 	if err := b.conn.QueryRowContext(ctx, `SELECT free_blocks, used_blocks FROM pragma_database_size() WHERE database_name = 'warehouse'`).Scan(&free, &used); err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	if free > used {
 		return no("more of warehouse.duckdb is free space than data (%d of %d blocks free): a full build compacts it", free, free+used)
 	}
 	views, err := analyticViews()
 	if err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	// Only this build's objects: the full build carries an analyst's.
 	objs, err := analystObjects(ctx, b.conn, "warehouse", views)
 	if err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	var foreign []string
 	for _, kind := range objs {
@@ -285,18 +300,18 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 	had := map[key2]bool{}
 	rows, err := b.conn.QueryContext(ctx, `SELECT installation_id, run_id FROM runs WHERE served AND status = 'committed'`)
 	if err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	for rows.Next() {
 		var k key2
 		if err := rows.Scan(&k[0], &k[1]); err != nil {
 			rows.Close()
-			return 0, 0, err
+			return u, err
 		}
 		had[k] = true
 	}
 	if err := rows.Close(); err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	want := map[key2]bool{}
 	newFiles := map[string][]string{}
@@ -309,7 +324,7 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 		if had[k] {
 			continue
 		}
-		added++
+		u.added++
 		for t := range r.m.Files {
 			newFiles[t] = append(newFiles[t], filepath.Join(dir, fileRel(t, r.m.InstallationID, r.m.RunID)))
 		}
@@ -320,7 +335,7 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 			gone = append(gone, k)
 		}
 	}
-	removed = len(gone)
+	u.removed = len(gone)
 	slices.SortFunc(gone, func(a, b key2) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
 	// Each table must have exactly the columns (names, types, order) a
 	// full build's read of every served file would give it.
@@ -332,7 +347,7 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 		sort.Strings(list)
 		wantCols, err := describe(ctx, b.conn, `DESCRIBE `+historySelect(list))
 		if err != nil {
-			return 0, 0, err
+			return u, err
 		}
 		haveCols, err := describe(ctx, b.conn, `DESCRIBE `+t+`_history`)
 		if err != nil {
@@ -342,33 +357,58 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 			return no("table %s_history's columns differ from what the served runs' files give", t)
 		}
 	}
-	// Everything but the _history tables goes, and is created anew below.
-	var drops []string
-	for _, q := range []string{`SELECT 'VIEW ' || view_name FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal`,
-		`SELECT 'TABLE ' || table_name FROM duckdb_tables() WHERE database_name = 'warehouse' AND NOT internal AND NOT ends_with(table_name, '_history')`} {
+	// Everything but the _history tables goes, and is created anew below;
+	// the views and their comments stay when the statements that created
+	// them are the ones this build would run (each view present too).
+	comments, err := staticComments(ctx, b.conn)
+	if err != nil {
+		return u, err
+	}
+	created := viewStatements(views)
+	u.schema = schemaKey(created, comments)
+	ours := map[string]bool{}
+	for _, t := range baseTables {
+		ours[t] = true
+	}
+	for _, v := range views {
+		ours[v.name] = true
+	}
+	type object struct{ kind, name string }
+	var present []object
+	for _, q := range []string{`SELECT 'VIEW', view_name FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal`,
+		`SELECT 'TABLE', table_name FROM duckdb_tables() WHERE database_name = 'warehouse' AND NOT internal AND NOT ends_with(table_name, '_history')`} {
 		rows, err := b.conn.QueryContext(ctx, q)
 		if err != nil {
-			return 0, 0, err
+			return u, err
 		}
 		for rows.Next() {
-			var d string
-			if err := rows.Scan(&d); err != nil {
+			var o object
+			if err := rows.Scan(&o.kind, &o.name); err != nil {
 				rows.Close()
-				return 0, 0, err
+				return u, err
 			}
-			drops = append(drops, d)
+			present = append(present, o)
 		}
 		if err := rows.Close(); err != nil {
-			return 0, 0, err
+			return u, err
 		}
 	}
+	kept := 0
+	for _, o := range present {
+		if o.kind == "VIEW" && ours[o.name] {
+			kept++
+		}
+	}
+	u.viewsKept = stamp.Schema != "" && stamp.Schema == u.schema && kept == len(ours)
 	var dropSQL strings.Builder
-	for _, d := range drops {
-		kind, name, _ := strings.Cut(d, " ")
-		dropSQL.WriteString(`DROP ` + kind + ` ` + ident(name) + ";\n")
+	for _, o := range present {
+		if u.viewsKept && o.kind == "VIEW" && ours[o.name] {
+			continue
+		}
+		dropSQL.WriteString(`DROP ` + o.kind + ` ` + ident(o.name) + ";\n")
 	}
 	if err := b.exec("BEGIN TRANSACTION;\n" + dropSQL.String() + "COMMIT"); err != nil {
-		return 0, 0, err
+		return u, err
 	}
 	var match string
 	if len(gone) > 0 {
@@ -385,35 +425,47 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 		// On one thread: deleting a large run from ten and checkpointing
 		// peaked ~15 MiB lower than on two, in the same time.
 		if err := b.exec(`SET threads = 1`); err != nil {
-			return 0, 0, err
+			return u, err
 		}
 		for _, t := range baseTables {
 			if err := b.exec(`DELETE FROM ` + t + `_history WHERE ` + match); err != nil {
-				return 0, 0, err
+				return u, err
 			}
 		}
 		if err := b.exec(`CHECKPOINT warehouse`); err != nil {
-			return 0, 0, err
+			return u, err
 		}
 		if err := b.exec(`SET threads = ` + strconv.Itoa(DuckDBThreads)); err != nil {
-			return 0, 0, err
+			return u, err
 		}
 	}
 	for _, t := range baseTables {
 		if list := newFiles[t]; len(list) > 0 {
 			sort.Strings(list)
 			if err := b.exec(`INSERT INTO ` + t + `_history BY NAME ` + historySelect(list)); err != nil {
-				return 0, 0, err
+				return u, err
 			}
 		}
 	}
 	if err := b.createRunTables(runs, problems, info, staleAfter); err != nil {
-		return 0, 0, err
+		return u, err
 	}
-	if err := b.createViews(views); err != nil {
-		return 0, 0, err
+	if !u.viewsKept {
+		if u.schema, err = b.createViews(views); err != nil {
+			return u, err
+		}
+		return u, b.finish()
 	}
-	return added, removed, b.finish()
+	if err := b.exec(`BEGIN TRANSACTION`); err != nil {
+		return u, err
+	}
+	if err := discloseComments(ctx, b.conn, views); err != nil {
+		return u, err
+	}
+	if err := b.exec(`COMMIT`); err != nil {
+		return u, err
+	}
+	return u, b.finish()
 }
 
 // describe lists a query's column names and types.
@@ -458,9 +510,11 @@ func (w *Warehouse) update(ctx context.Context, out *Rebuilt, full bool, work, t
 	}
 	reason, err := w.copyPrevious(ctx, tmp, stamp)
 	if err == nil && reason == "" {
-		out.Added, out.Removed, err = updateInto(ctx, w.Dir, tmp, stamp, runs, out.Problems, files, staleAfter, info)
+		var u updated
+		u, err = updateInto(ctx, w.Dir, tmp, stamp, runs, out.Problems, files, staleAfter, info)
 		if err == nil {
 			out.Updated, out.layout = true, stamp.Layout
+			out.Added, out.Removed, out.schema, out.ViewsKept = u.added, u.removed, u.schema, u.viewsKept
 			return "", nil
 		}
 	}

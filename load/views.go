@@ -45,6 +45,10 @@ func analyticViews() ([]viewFile, error) {
 		if !ok || !strings.Contains(string(b), "CREATE VIEW "+rest+" AS") {
 			return nil, fmt.Errorf("views/%s: must create the view %q its name says", e.Name(), rest)
 		}
+		if strings.Contains(string(b), strings.TrimSpace(disclosuresLead)) {
+			// discloseComments cuts a comment there.
+			return nil, fmt.Errorf("views/%s: must not contain %q", e.Name(), strings.TrimSpace(disclosuresLead))
+		}
 		out = append(out, viewFile{name: rest, sql: string(b), disclose: strings.HasPrefix(string(b), "-- kx:disclose")})
 	}
 	return out, nil

@@ -59,8 +59,10 @@ func TestUpdateMatchesFullBuild(t *testing.T) {
 		}
 		res := run(s.ins...)
 		got := res.Rebuild
-		if got.Updated != s.updated || got.Added != s.added || got.Removed != s.removed {
-			t.Fatalf("run %d: rebuild %+v, want updated=%v added=%d removed=%d", i+1, got, s.updated, s.added, s.removed)
+		// Every update here follows a build by this binary: the views
+		// and comments are kept (and must still match a full build's).
+		if got.Updated != s.updated || got.Added != s.added || got.Removed != s.removed || got.ViewsKept != s.updated {
+			t.Fatalf("run %d: rebuild %+v, want updated=%v added=%d removed=%d views kept=%v", i+1, got, s.updated, s.added, s.removed, s.updated)
 		}
 		if !s.updated && !strings.Contains(got.FullReason, s.wantReasonSubstr) {
 			t.Fatalf("run %d: full because %q, want %q", i+1, got.FullReason, s.wantReasonSubstr)
@@ -68,20 +70,7 @@ func TestUpdateMatchesFullBuild(t *testing.T) {
 		if !s.updated {
 			continue
 		}
-		full := filepath.Join(t.TempDir(), "full")
-		if err := os.CopyFS(full, os.DirFS(wh)); err != nil {
-			t.Fatal(err)
-		}
-		w, err := load.OpenWarehouse(full)
-		if err != nil {
-			t.Fatal(err)
-		}
-		built, err := w.Rebuild(context.Background(), load.RebuildOptions{Keep: 2, Full: true})
-		w.Close()
-		if err != nil || built.Updated || len(built.Expired) != 0 {
-			t.Fatalf("run %d: full rebuild of the copy: %v (updated %v, expired %d)", i+1, err, built.Updated, len(built.Expired))
-		}
-		sameDatabase(t, filepath.Join(wh, load.DatabaseFile), filepath.Join(full, load.DatabaseFile))
+		sameAsFullBuild(t, wh)
 	}
 	// The schedule's data is what it should be: run 4 serves a's latest
 	// run and b's run 3.
@@ -92,6 +81,26 @@ func TestUpdateMatchesFullBuild(t *testing.T) {
 	if got := testkit.One(t, db, `SELECT count(DISTINCT (installation_id, run_id)) FROM fact_subagent_context_history`); got != "4" {
 		t.Errorf("runs in fact_subagent_context_history: %s, want 4", got)
 	}
+}
+
+// sameAsFullBuild fails unless wh's warehouse.duckdb holds what a full
+// build of a copy of wh (retention 2, nothing expiring) holds.
+func sameAsFullBuild(t *testing.T, wh string) {
+	t.Helper()
+	full := filepath.Join(t.TempDir(), "full")
+	if err := os.CopyFS(full, os.DirFS(wh)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := load.OpenWarehouse(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := w.Rebuild(context.Background(), load.RebuildOptions{Keep: 2, Full: true})
+	w.Close()
+	if err != nil || built.Updated || len(built.Expired) != 0 {
+		t.Fatalf("full rebuild of the copy: %v (updated %v, expired %d)", err, built.Updated, len(built.Expired))
+	}
+	sameDatabase(t, filepath.Join(wh, load.DatabaseFile), filepath.Join(full, load.DatabaseFile))
 }
 
 // sameDatabase fails unless the two warehouse.duckdb files hold the same
@@ -257,6 +266,58 @@ func TestUpdateFallsBackToFullBuild(t *testing.T) {
 			}
 			if c.after != nil {
 				c.after(t, wh)
+			}
+		})
+	}
+}
+
+// An update keeps the previous build's views and comments only when
+// _database.json says the same statements created them and every one is
+// there; otherwise it creates them anew, and either way the file holds
+// what a full build holds. The run after records the key again.
+func TestUpdateKeepsViewsOnlyWhenRecorded(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, wh string)
+	}{
+		{name: "record of an older build", tamper: func(t *testing.T, wh string) {
+			editStamp(t, wh, func(m map[string]any) { delete(m, "schema") })
+		}},
+		{name: "other statements", tamper: func(t *testing.T, wh string) {
+			editStamp(t, wh, func(m map[string]any) { m["schema"] = strings.Repeat("0", 64) })
+		}},
+		{name: "a view missing, re-recorded", tamper: func(t *testing.T, wh string) {
+			duckWrite(t, wh, `DROP VIEW subagent_usage`)
+			restamp(t, wh)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			store := testkit.CopyFixture(t, "fresh-activated.db")
+			wh := filepath.Join(t.TempDir(), "wh")
+			run := func() RebuildSummary {
+				t.Helper()
+				res, err := Run(context.Background(), Options{Warehouse: wh, Retention: 2,
+					Installations: []Installation{{Name: "lab", Source: store}}})
+				if err != nil || res.Failed() {
+					t.Fatalf("Run: %v %v", err, res.Outcomes)
+				}
+				return res.Rebuild
+			}
+			run()
+			if got := run(); !got.Updated || !got.ViewsKept {
+				t.Fatalf("second run: %+v, want an update that keeps the views", got)
+			}
+			c.tamper(t, wh)
+			testkit.SQLiteExec(t, store, `DELETE FROM task_session_subagents WHERE rowid IN (SELECT rowid FROM task_session_subagents ORDER BY rowid LIMIT 2)`)
+			if got := run(); !got.Updated || got.ViewsKept {
+				t.Fatalf("after the tampering: %+v, want an update that creates the views", got)
+			}
+			sameAsFullBuild(t, wh)
+			if got := run(); !got.Updated || !got.ViewsKept {
+				t.Fatalf("the run after: %+v, want the views kept again", got)
 			}
 		})
 	}

@@ -180,4 +180,6 @@ type RebuildSummary struct {
 	Updated        bool
 	Added, Removed int
 	FullReason     string
+	// ViewsKept: the update kept the previous build's views and comments.
+	ViewsKept bool
 }

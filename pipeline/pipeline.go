@@ -123,14 +123,14 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return res, fmt.Errorf("rebuild warehouse.duckdb: %w", err)
 	}
 	res.Pending = built.Pending
-	res.Rebuild = RebuildSummary{Updated: built.Updated, Added: built.Added, Removed: built.Removed, FullReason: built.FullReason}
+	res.Rebuild = RebuildSummary{Updated: built.Updated, Added: built.Added, Removed: built.Removed, FullReason: built.FullReason, ViewsKept: built.ViewsKept}
 	if built.StampError != "" {
 		opts.Logger.Warn("the record of warehouse.duckdb could not be written; the next run builds it in full", "err", built.StampError)
 	}
 	if built.Pending.Database == "" {
 		if built.Updated {
 			opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds(),
-				"how", "updated", "runs_added", built.Added, "runs_removed", built.Removed)
+				"how", "updated", "runs_added", built.Added, "runs_removed", built.Removed, "views", viewsHow(built.ViewsKept))
 		} else {
 			opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds(),
 				"how", "full", "why", built.FullReason)
@@ -158,6 +158,15 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 
 // extractOne runs one installation and records its manifest, committed or
 // failed.
+// viewsHow says, in the rebuild's log line, whether the update kept the
+// views and their comments or created them anew.
+func viewsHow(kept bool) string {
+	if kept {
+		return "kept"
+	}
+	return "created"
+}
+
 func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Installation, opts Options, log *slog.Logger) Outcome {
 	started := opts.Now()
 	out := Outcome{Installation: in.Name, RunID: runID}

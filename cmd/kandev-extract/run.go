@@ -65,8 +65,10 @@ no warehouse directory when nothing else runs.
 
 warehouse.duckdb is built beside the old file, then renamed into place.
 Usually a copy of the previous build is updated: the runs retention drops
-are deleted and only this run's files are read in, so the work is one
-run's plus copying and hashing the file, whatever the retention. It is
+are deleted and only this run's files are read in (the views and their
+comments are kept when this version would create the same ones), so the
+work is one run's plus copying and hashing the file, whatever the
+retention. It is
 built in full from every retained run's files when the old file is not
 exactly what the last build installed (an analyst's objects or writes, a
 write-ahead log, no _database.json, another DuckDB version), when it is
