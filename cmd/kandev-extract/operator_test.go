@@ -120,8 +120,8 @@ func TestLogFormatJSONKeepsStdoutEmptyAndQuietIsQuiet(t *testing.T) {
 	}
 	// The summary says how warehouse.duckdb was rebuilt (the log line
 	// that says it is info, not shown on a terminal without -v).
-	if want := "warehouse.duckdb: the previous build updated in "; !strings.Contains(out, want) || !strings.Contains(out, "(1 run added, 0 runs removed)") {
-		t.Errorf("third run's summary does not say %q … (1 run added, 0 runs removed):\n%s", want, out)
+	if want := "warehouse.duckdb: the previous build updated in "; !strings.Contains(out, want) || !strings.Contains(out, "(1 run added, 0 runs removed; views kept)") {
+		t.Errorf("third run's summary does not say %q … (1 run added, 0 runs removed; views kept):\n%s", want, out)
 	}
 	out, _, code = runProc(t, nil, "", nil, "run", "-c", cfg, "--full-rebuild")
 	if want := "warehouse.duckdb: built in full from every retained run in "; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "because: asked for (--full-rebuild)") {

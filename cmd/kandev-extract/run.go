@@ -421,7 +421,11 @@ func rebuildLine(res pipeline.Result) string {
 	took := fmt.Sprintf("%.1f s", res.DuckDB.Seconds())
 	switch {
 	case r.Updated:
-		return fmt.Sprintf("warehouse.duckdb: the previous build updated in %s (%s added, %s removed)", took, runsCount(r.Added), runsCount(r.Removed))
+		views := "views created anew"
+		if r.ViewsKept {
+			views = "views kept"
+		}
+		return fmt.Sprintf("warehouse.duckdb: the previous build updated in %s (%s added, %s removed; %s)", took, runsCount(r.Added), runsCount(r.Removed), views)
 	case r.FullReason != "":
 		return fmt.Sprintf("warehouse.duckdb: built in full from every retained run in %s, because: %s", took, r.FullReason)
 	}
