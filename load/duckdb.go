@@ -390,6 +390,12 @@ func (b *build) close() {
 // createRunTables creates the runs and warehouse_build tables and the
 // current_runs view.
 func (b *build) createRunTables(runs []runRow, problems []ManifestProblem, info buildInfo, staleAfter time.Duration) error {
+	// One transaction: DuckDB commits each autocommitted statement to its
+	// write-ahead log, and a row per retained run paid that each time
+	// (~60 ms of a nightly update with 30 runs retained).
+	if err := b.exec(`BEGIN TRANSACTION`); err != nil {
+		return err
+	}
 	if err := createRuns(b.ctx, b.conn, runs, problems); err != nil {
 		return err
 	}
@@ -402,7 +408,10 @@ func (b *build) createRunTables(runs []runRow, problems []ManifestProblem, info 
 	if err := b.exec(fmt.Sprintf(currentRunsSQL, staleAfter.Microseconds())); err != nil {
 		return err
 	}
-	return b.exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter)))
+	if err := b.exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter))); err != nil {
+		return err
+	}
+	return b.exec(`COMMIT`)
 }
 
 // createViews creates every view over the _history tables (which exist)
