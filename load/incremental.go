@@ -366,15 +366,17 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 	}
 	created := viewStatements(views)
 	u.schema = schemaKey(created, comments)
-	ours := map[string]bool{}
+	// The views a build creates over the _history tables (the base and
+	// analytic views; current_runs is created with the run tables).
+	keepable := map[string]bool{}
 	for _, t := range baseTables {
-		ours[t] = true
+		keepable[t] = true
 	}
 	for _, v := range views {
-		ours[v.name] = true
+		keepable[v.name] = true
 	}
-	type object struct{ kind, name string }
 	var present []object
+	kept := 0
 	for _, q := range []string{`SELECT 'VIEW', view_name FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal`,
 		`SELECT 'TABLE', table_name FROM duckdb_tables() WHERE database_name = 'warehouse' AND NOT internal AND NOT ends_with(table_name, '_history')`} {
 		rows, err := b.conn.QueryContext(ctx, q)
@@ -387,22 +389,19 @@ func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs
 				rows.Close()
 				return u, err
 			}
+			if o.kind == "VIEW" && keepable[o.name] {
+				kept++
+			}
 			present = append(present, o)
 		}
 		if err := rows.Close(); err != nil {
 			return u, err
 		}
 	}
-	kept := 0
-	for _, o := range present {
-		if o.kind == "VIEW" && ours[o.name] {
-			kept++
-		}
-	}
-	u.viewsKept = stamp.Schema != "" && stamp.Schema == u.schema && kept == len(ours)
+	u.viewsKept = stamp.Schema != "" && stamp.Schema == u.schema && kept == len(keepable)
 	var dropSQL strings.Builder
 	for _, o := range present {
-		if u.viewsKept && o.kind == "VIEW" && ours[o.name] {
+		if u.viewsKept && o.kind == "VIEW" && keepable[o.name] {
 			continue
 		}
 		dropSQL.WriteString(`DROP ` + o.kind + ` ` + ident(o.name) + ";\n")
