@@ -68,13 +68,12 @@ Usually a copy of the previous build is updated: the runs retention drops
 are deleted and only this run's files are read in (the views and their
 comments are kept when this version would create the same ones), so the
 work is one run's plus copying and hashing the file, whatever the
-retention. It is
-built in full from every retained run's files when the old file is not
-exactly what the last build installed (an analyst's objects or writes, a
-write-ahead log, no _database.json, another DuckDB version), when it is
-mostly free space, when the update fails, or with --full-rebuild; the log
-line "warehouse.duckdb rebuilt" and the summary say which and why. Both give
-the same tables, views and rows.
+retention. It is built in full from every retained run's files when the
+old file is not exactly what the last build installed (an analyst's
+objects or writes, a write-ahead log, no _database.json, another DuckDB
+version), when it is mostly free space, when the update fails, or with
+--full-rebuild; the log line "warehouse.duckdb rebuilt" and the summary
+say which and why. Both give the same tables, views and rows.
 
 On a terminal a progress line names each phase (the table being read with
 its rows against the source's own count, writer health, publish, rebuild),
@@ -93,10 +92,10 @@ current/ files stay at the previous run, all of an installation's together;
 held leftovers are removed by a later run. On Linux and macOS nothing waits.
 
 Exit status: 0 when every installation committed (also when the swap of
-warehouse.duckdb waits: see above), 1 when any failed,
-2 on a usage or configuration error (an unknown --log-format value
-included) or a source refused (bound to another store: --rebind), 75 when
-another run holds the warehouse (retry later, or pass --wait).`,
+warehouse.duckdb waits: see above), 1 when any failed, 2 on a usage or
+configuration error (an unknown --log-format value included) or a source
+refused (bound to another store: --rebind), 75 when another run holds the
+warehouse (retry later, or pass --wait).`,
 		Example: `  kandev-extract run
   kandev-extract run --source ~/.kandev/data/kandev.db --warehouse /srv/kandev-wh --installation laptop
   kandev-extract run --source 'postgres://kandev_reader@db.internal:5432/kandev' --installation team
