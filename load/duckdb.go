@@ -464,14 +464,21 @@ func viewStatements(views []viewFile) []string {
 	return out
 }
 
+// What a base view and its _history table hold, after the catalog's
+// description of the table (which says neither).
+const (
+	currentScope = "The latest served run of each installation."
+	historyScope = "Every retained served run."
+)
+
 // staticComments is the statement list of every comment on the base views
 // and _history tables, none of which depends on the data.
 func staticComments(ctx context.Context, conn *sql.Conn) (string, error) {
 	var b strings.Builder
 	for _, t := range slices.Sorted(maps.Keys(baseComments)) {
 		c := baseComments[t]
-		b.WriteString(`COMMENT ON VIEW ` + t + ` IS ` + quote(c) + ";\n")
-		b.WriteString(`COMMENT ON TABLE ` + t + `_history IS ` + quote(c+" All retained served runs.") + ";\n")
+		b.WriteString(`COMMENT ON VIEW ` + t + ` IS ` + quote(c+" "+currentScope) + ";\n")
+		b.WriteString(`COMMENT ON TABLE ` + t + `_history IS ` + quote(c+" "+historyScope) + ";\n")
 	}
 	cols, err := columnComments(ctx, conn)
 	if err != nil {

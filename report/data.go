@@ -44,6 +44,7 @@ type Installation struct {
 	NotServed      []RunProblem // the latest runs that are not served, newest first
 	NotServedTotal int          // all of them
 	Range          *TimeRange   // nil when the warehouse has no data_time_range
+	Writer         *WriterState // from writer_health; nil without it
 
 	Disclosures []Disclosure
 	Fanout      []FanoutBucket
@@ -82,6 +83,14 @@ type TimeRange struct {
 	FirstTurn, LastTurn         *time.Time
 	Turns                       int64
 	FirstSubagent, LastSubagent *time.Time
+}
+
+// WriterState is the installation's row of writer_health: the status of
+// its latest run and the newest subagent row at or after capture_since
+// (NULL: nothing since activation).
+type WriterState struct {
+	Status       string
+	LastObserved *time.Time
 }
 
 // Disclosure is one rule from the disclosures view.
@@ -443,6 +452,22 @@ func Load(ctx context.Context, dbPath string) (*Data, error) {
 					}
 					t.FirstTurn, t.LastTurn, t.FirstSubagent, t.LastSubagent = timePtr(ft), timePtr(lt), timePtr(fs), timePtr(ls)
 					inst(id).Range = &t
+					return nil
+				})
+		})
+	}
+	if has("writer_health") {
+		steps = append(steps, func() error {
+			return q("writer health", `SELECT installation_id, status, last_observed_at FROM writer_health ORDER BY installation_id`,
+				func(r *sql.Rows) error {
+					var id string
+					var w WriterState
+					var last sql.NullTime
+					if err := r.Scan(&id, &w.Status, &last); err != nil {
+						return err
+					}
+					w.LastObserved = timePtr(last)
+					inst(id).Writer = &w
 					return nil
 				})
 		})

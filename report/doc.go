@@ -9,8 +9,11 @@
 //   - Freshness: per installation, how old its data is (current_runs), a
 //     failed latest attempt with its error (the data shown is then older
 //     than the last attempt), stale data, the runs that are not served
-//     (runs.served = false, with runs.problem or the error), and
-//     installations with no served run at all.
+//     (runs.served = false, with runs.problem or the error),
+//     installations with no served run at all, and current data whose
+//     healthy writer's newest subagent row (writer_health.last_observed_at)
+//     is older than WriterStaleAfter when the report is generated: what
+//     'kandev-extract health' reports stale.
 //   - Per installation, its facts (the data's time range from
 //     data_time_range) and six charts, each with an HTML legend, a caption
 //     saying what population it is over, links to the reading rules and

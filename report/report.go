@@ -128,7 +128,7 @@ func Render(w io.Writer, d *Data) error {
 	for _, in := range d.Installations {
 		base := unique("i-" + slug(in.ID))
 		sec := Section{Installation: in, Anchor: base}
-		p.Banners = append(p.Banners, banner(in, "#"+base))
+		p.Banners = append(p.Banners, banner(in, "#"+base, d.GeneratedAt))
 		g := DisclosureGroup{Inst: in.ID, Anchor: unique(base + "-disclosures")}
 		sec.DisclosuresAnchor = g.Anchor
 		for _, x := range in.Disclosures {
@@ -182,6 +182,12 @@ func Render(w io.Writer, d *Data) error {
 	return page.Execute(w, p)
 }
 
+// writerQuiet reports whether a healthy writer's newest subagent row is
+// older than WriterStaleAfter at now.
+func writerQuiet(w *WriterState, now time.Time) bool {
+	return w != nil && w.Status == "healthy" && w.LastObserved != nil && now.Sub(*w.LastObserved) > WriterStaleAfter
+}
+
 func hours(h float64) string {
 	if h < 48 {
 		return fmt.Sprintf("%.1f h", h)
@@ -189,10 +195,17 @@ func hours(h float64) string {
 	return fmt.Sprintf("%.1f days (%.0f h)", h/24, h)
 }
 
+// WriterStaleAfter is how old the newest subagent row of a healthy writer
+// may be, when the report is generated, before its banner says that
+// nothing shows the writer still works: the default of 'kandev-extract
+// health' (load.DefaultStaleAfter), which reports such a writer stale.
+const WriterStaleAfter = 36 * time.Hour
+
 // banner says how fresh an installation's data is: its age, whether the
 // latest attempt failed (the data is then older than the last attempt),
-// and the runs that are not served.
-func banner(in *Installation, anchor string) Banner {
+// the runs that are not served, and, for current data, whether its
+// healthy writer has produced anything lately (as of now).
+func banner(in *Installation, anchor string, now time.Time) Banner {
 	b := Banner{Inst: in.ID, Anchor: anchor, NotServed: in.NotServed, NotServedAll: in.NotServedTotal}
 	f := in.Fresh
 	switch {
@@ -213,8 +226,11 @@ func banner(in *Installation, anchor string) Banner {
 		b.Level, b.Headline = "failed", "The latest attempt did not become current: the data shown is from an earlier run (snapshot "+age+" old)"
 	case f.Stale:
 		b.Level, b.Headline = "stale", "Stale data: the snapshot is "+age+" old, older than the staleness threshold"
+	case writerQuiet(in.Writer, now):
+		b.Level, b.Headline = "stale", "Nothing new from the writer: the snapshot is "+age+" old, but the newest subagent row is "+hours(now.Sub(*in.Writer.LastObserved).Hours())+
+			" old, older than "+hours(WriterStaleAfter.Hours())+": nothing shows Kandev's subagent writer still works (is Kandev in use?); writer health counts only what was written"
 	default:
-		b.Level, b.Headline = "ok", "Current: the snapshot is "+age+" old and the latest attempt is the one shown"
+		b.Level, b.Headline = "ok", "The snapshot is "+age+" old and the latest attempt is the one shown"
 	}
 	b.Facts = append(b.Facts, Fact{"Data", fmt.Sprintf("run %s, snapshot %s (%s old when this report was generated)", f.RunID, ts(f.SnapshotAt), age)})
 	if f.LatestRunID != "" {

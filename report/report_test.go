@@ -413,16 +413,28 @@ func TestReportContent(t *testing.T) {
 	}
 
 	// Freshness: fresh's latest attempt failed (its store is gone), with
-	// the error and the run not served; the others are current.
+	// the error and the run not served; bidi's data is current but its
+	// writer, healthy, wrote its newest subagent row months ago (the
+	// fixture's), which 'kandev-extract health' calls stale; up's writer
+	// is not healthy and old has no subagent table: their writer health
+	// says so, and their data is current.
 	banner := page[strings.Index(page, `<section id="freshness"`):strings.Index(page, `</section>`)]
 	for _, in := range insts {
 		level := "ok"
-		if in == "fresh" {
+		switch in {
+		case "fresh":
 			level = "failed"
+		case "bidi":
+			level = "stale"
 		}
 		if !regexp.MustCompile(`data-level="` + level + `">\s*<strong><span class="level">[a-z]+</span><a href="#i-` + in + `">`).MatchString(banner) {
 			t.Errorf("%s banner is not %s", in, level)
 		}
+	}
+	bidiLast := testkit.One(t, db, `SELECT strftime(last_observed_at, '%Y-%m-%d %H:%M:%S') FROM writer_health WHERE installation_id = 'bidi' AND status = 'healthy'`)
+	if bidiLast == "" || !strings.Contains(banner, `<a href="#i-bidi">Installation <bdi>bidi</bdi></a>: Nothing new from the writer: the snapshot is `) ||
+		!strings.Contains(banner, "nothing shows Kandev&#39;s subagent writer still works") {
+		t.Errorf("bidi's banner does not say its healthy writer (newest row %s) has written nothing lately", bidiLast)
 	}
 	if !strings.Contains(banner, "The latest attempt did not become current") || !strings.Contains(banner, fx.failedRun) ||
 		!strings.Contains(banner, html.EscapeString(shown(fx.freshStoreErr))) {

@@ -24,11 +24,17 @@ func newReportCmd(g *globals) *cobra.Command {
 		Short: "Write a self-contained HTML report with charts from the warehouse",
 		Long: `Write one self-contained HTML file (inline CSS and SVG, no script, no
 external resource) from warehouse.duckdb, opened read-only with no access to
-any other file: per installation, the fan-out distribution, contexts per
-card by workflow step, subagent usage (invocations and average tokens over
-measured rows only) and writer health over every retained run. Each chart is captioned with the disclosures that
-apply to its data: unknown is never drawn as zero, backfill is kept apart
-from live.
+any other file: per installation, the fan-out distribution and the fan-out
+over time, contexts per card by workflow step, subagent usage (invocations,
+and average tokens over measured rows only) and writer health over every
+retained run. Each chart is captioned with the disclosures that apply to
+its data: unknown is never drawn as zero, backfill is kept apart from live.
+
+A banner at the top says how fresh each installation's data is: stale when
+the snapshot is older than the staleness threshold or the latest attempt
+failed, and also when the data is current but a healthy writer's newest
+subagent row is over 36 h old (what 'kandev-extract health' calls stale:
+nothing shows the writer still works).
 
 Like query, report first swaps in a database that waits in _pending/ (a run
 found warehouse.duckdb held open by another process, on Windows) when
