@@ -28,6 +28,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/kandev/kandev-extract/internal/testkit"
+	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
 )
 
@@ -288,6 +289,50 @@ func TestDataDictionary(t *testing.T) {
 	// Every view carries a COMMENT ON text (what BI tools show).
 	for _, r := range rowsOf(t, db, `SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal AND (comment IS NULL OR comment = '')`) {
 		t.Errorf("view %s has no COMMENT ON text", r)
+	}
+
+	// A base view's comment says it holds the latest served run of each
+	// installation and its _history table's that it holds every retained
+	// one, and neither says the other's scope.
+	scoped := rowsOf(t, db, `SELECT v.view_name || '|' || v.comment || '|' || h.comment FROM duckdb_views() v
+			JOIN duckdb_tables() h ON h.table_name = v.view_name || '_history' AND h.database_name = v.database_name
+			WHERE v.database_name = current_database() ORDER BY 1`)
+	if len(scoped) < 10 {
+		t.Errorf("only %d base views with a _history table", len(scoped))
+	}
+	for _, r := range scoped {
+		f := strings.SplitN(r, "|", 3)
+		if !strings.HasSuffix(f[1], " The latest served run of each installation.") || strings.Contains(f[1], "retained") {
+			t.Errorf("view %s's comment does not say it is the latest served run of each installation: %q", f[0], f[1])
+		}
+		if !strings.HasSuffix(f[2], " Every retained served run.") || strings.Contains(f[2], "latest") {
+			t.Errorf("table %s_history's comment does not say it holds every retained served run: %q", f[0], f[2])
+		}
+	}
+
+	// Every analytic view's comment ends with the current disclosures, each
+	// as "[installation] rule: text" (what a BI tool shows beside the view),
+	// and the docs say so.
+	disclosures := rowsOf(t, db, `SELECT '[' || installation_id || '] ' || rule || ': ' || text FROM disclosures ORDER BY installation_id, rule`)
+	if len(disclosures) == 0 {
+		t.Fatal("the shared warehouse has no disclosures to check the comments with")
+	}
+	views, err := load.AnalyticViewNames()
+	if err != nil || len(views) < 20 {
+		t.Fatalf("analytic views %v: %v", views, err)
+	}
+	for _, v := range views {
+		var comment string
+		if err := db.QueryRow(`SELECT comment FROM duckdb_views() WHERE database_name = current_database() AND view_name = ?`, v).Scan(&comment); err != nil {
+			t.Fatalf("comment of %s: %v", v, err)
+		}
+		own, tail, found := strings.Cut(comment, load.DisclosuresLead)
+		if !found || own == "" || tail != strings.Join(disclosures, " ") {
+			t.Errorf("view %s's comment does not end with the current disclosures: %q", v, comment)
+		}
+	}
+	if b, _ := os.ReadFile(docPath); !strings.Contains(strings.Join(strings.Fields(string(b)), " "), "Every analytic view (each DuckDB view documented below that is not a base view, `runs`, `current_runs` or `disclosures`) has a comment that ends with the current disclosures") {
+		t.Error("docs/warehouse.md no longer says which views' comments carry the current disclosures")
 	}
 
 	// The example queries run as written, from the warehouse directory (the

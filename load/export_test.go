@@ -8,3 +8,16 @@ func SetRebuildMemoryLimit(limit string) (restore func()) {
 	rebuildMemoryLimit = limit
 	return func() { rebuildMemoryLimit = old }
 }
+
+// DisclosuresLead is disclosuresLead, for the tests of the comments.
+const DisclosuresLead = disclosuresLead
+
+// AnalyticViewNames lists the views created from views/, in order.
+func AnalyticViewNames() ([]string, error) {
+	views, err := analyticViews()
+	var names []string
+	for _, v := range views {
+		names = append(names, v.name)
+	}
+	return names, err
+}

@@ -4,7 +4,7 @@ package models
 // order load creates their DuckDB tables and views in.
 var catalog = []*Table{
 	{
-		Name: TableFact, Comment: "Subagent invocations with their classification (latest committed run per installation).",
+		Name: TableFact, Comment: "Subagent invocations with their classification.",
 		// description is deliberately absent: it is content. The computed
 		// columns flag rows the store's own constraints should have
 		// prevented (rows sharing the id, rows sharing the unique key, a
@@ -238,7 +238,7 @@ var catalog = []*Table{
 		},
 	},
 	{
-		Name: TableWriterHealth, Comment: "Writer-health evaluation per installation and run (see writer_health).",
+		Name: TableWriterHealth, Comment: "Writer-health evaluation of each installation's run (see writer_health).",
 		// Counts are NULL when the comparison was not run, never 0.
 		Source: SourceMessages,
 		Columns: []Column{

@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW fanout_distribution AS
 SELECT installation_id, fanout_completeness, subagents_observed, count(*) AS turns,
 		count(*) FILTER (WHERE subagents_observed_backfill > 0) AS turns_with_backfill_rows,

@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW subagent_usage_by_model AS
 SELECT installation_id, run_id, model, source,
 		count(*) AS subagents,

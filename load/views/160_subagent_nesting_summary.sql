@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW subagent_nesting_summary AS
 WITH n AS (
 		SELECT installation_id, source,

@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW installations_history AS
 SELECT s.*, r.started_at AS run_started_at, r.finished_at AS run_finished_at
 	FROM fact_installation_state_history s JOIN runs r USING (installation_id, run_id)

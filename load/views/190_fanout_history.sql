@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW fanout_history AS
 SELECT t.installation_id, t.run_id, i.snapshot_at,
 		count(*) AS turns,

@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW data_time_range AS
 WITH turns AS (
 		SELECT installation_id, min(started_at) AS first_turn_started_at, max(started_at) AS last_turn_started_at, count(*) AS turns

@@ -1,4 +1,4 @@
--- kx:disclose
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW fanout_by_period AS
 WITH grains(grain, step) AS (VALUES ('day', INTERVAL 1 DAY), ('week', INTERVAL 7 DAY), ('month', INTERVAL 1 MONTH)),
 	t AS (

@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW subagent_contexts_with_deleted AS
 SELECT *, false AS is_deleted, NULL::VARCHAR AS deleted_detected_run_id, NULL::VARCHAR AS last_seen_run_id,
 		NULL::TIMESTAMPTZ AS last_seen_snapshot_at

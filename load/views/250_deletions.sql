@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW deletions AS
 WITH d AS (
 		SELECT installation_id, deleted_detected_run_id, last_seen_run_id, last_seen_snapshot_at, 1 AS subagent_rows, 0 AS sessions, 0 AS turns

@@ -1,3 +1,4 @@
+-- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW writer_shortfall_turns AS
 SELECT s.installation_id, s.run_id, s.session_id, s.turn_id, t.started_at AS turn_started_at,
 		list(s.tool_call_id ORDER BY s.tool_call_id) AS missing_tool_call_ids, count(*) AS missing
