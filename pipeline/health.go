@@ -100,8 +100,8 @@ func CheckHealth(ctx context.Context, source string, opts HealthOptions) (Health
 		r.LastObservedAgeHours = &hours
 		if r.Status == models.HealthHealthy && age > opts.StaleAfter {
 			r.Status = models.HealthStale
-			r.Reason += fmt.Sprintf("; but the newest subagent row is %.0f h old, older than %s: nothing shows the writer still works (is Kandev in use?)",
-				age.Hours(), opts.StaleAfter)
+			r.Reason += fmt.Sprintf("; but the newest subagent row is %.1f h old, older than %s: nothing shows the writer still works (is Kandev in use?)",
+				hours, opts.StaleAfter)
 		}
 	}
 	if opts.Warehouse != "" && opts.Installation != "" {

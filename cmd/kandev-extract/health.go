@@ -53,9 +53,10 @@ When the warehouse has a committed run of the installation, the activation
 keys are compared with it: a changed key is the most urgent alarm (Kandev
 writes them once).
 
-Installations come from --source, or every [[installation]] of the config
-file (--config or $KANDEV_EXTRACT_CONFIG), as for run. --json prints one JSON
-object per installation, one per line.
+Installations come from where run takes them: --source, or every
+[[installation]] of the config file (--config or $KANDEV_EXTRACT_CONFIG),
+else Kandev's default store, else the demo store bundled in this binary.
+--json prints one JSON object per installation, one per line.
 
 Exit status (the most urgent installation's): 0 healthy, 3 shortfall,
 4 nothing since activation, 5 not activated (capture_since absent),

@@ -67,7 +67,7 @@ read-only snapshot, and writes:
   * warehouse.duckdb, whose views carry Kandev's disclosure rules, so an
     "unknown" fan-out can never be read as zero.
 
-Start with:   kandev-extract run            (extracts the demo store when no Kandev store exists)
+Start with:   kandev-extract run    (the demo store if there is no Kandev store)
 Then query:   kandev-extract query "SELECT * FROM disclosures"`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

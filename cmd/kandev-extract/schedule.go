@@ -12,6 +12,10 @@ import (
 	"github.com/kandev/kandev-extract/config"
 )
 
+// scheduleWait is how long a scheduled run waits for the warehouse lock
+// unless --wait says otherwise.
+const scheduleWait = 30 * time.Minute
+
 func newScheduleCmd(g *globals) *cobra.Command {
 	s := &settings{}
 	var runNow bool
@@ -33,9 +37,6 @@ interruption is recorded in the runs table).`,
   kandev-extract schedule --source ~/.kandev/data/kandev.db --schedule '0 2 * * *' --run-now`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("wait") {
-				s.wait = 30 * time.Minute
-			}
 			cfg, installs, why, err := s.resolve(cmd, true)
 			if err != nil {
 				return err
@@ -68,6 +69,15 @@ interruption is recorded in the runs table).`,
 		},
 	}
 	s.addSources(cmd)
+	// A scheduled run waits for the lock by default: another run holding
+	// it (an operator's, or a slow previous tick's) is no reason to skip
+	// a night.
+	wait := cmd.Flags().Lookup("wait")
+	wait.Usage = "wait this long for another run holding the warehouse lock, then log the failure and wait for the next tick"
+	if err := wait.Value.Set(scheduleWait.String()); err != nil {
+		panic(err)
+	}
+	wait.DefValue = wait.Value.String()
 	cmd.Flags().StringVar(&s.schedule, "schedule", "", "cron expression (default $"+config.EnvSchedule+", the config, or \""+config.DefaultSchedule+"\")")
 	cmd.Flags().BoolVar(&runNow, "run-now", false, "also run once immediately at start (a run like a tick's: SIGTERM interrupts it cleanly and it is recorded)")
 	return cmd
