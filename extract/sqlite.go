@@ -28,7 +28,10 @@ var _ models.Source = (*SQLiteSource)(nil)
 type SQLiteSource struct {
 	Path      string
 	db        *sql.DB
-	immutable bool // opened with immutable=1 (see immutableFallback)
+	immutable bool // opened with immutable=1 (see openImmutable)
+	// stamp is the file as it was before an immutable open; Verify
+	// compares it with the file after the reading.
+	stamp *fileStamp
 }
 
 // BusyTimeout is how long a read waits for a lock that another connection
@@ -49,6 +52,24 @@ func OpenSQLite(ctx context.Context, path string) (*SQLiteSource, error) {
 	if err := checkSQLiteFile(abs); err != nil {
 		return nil, err
 	}
+	// A WAL-mode store with no -wal file beside it is open by no
+	// connection (SQLite creates -wal at the first open and removes it at
+	// the last close). A reader that opened it as usual would create -wal
+	// and -shm beside it, and leave them (a read-only connection cannot
+	// remove them), or fail where the directory is not writable to us (a
+	// read-only mount, ReadOnlyPaths=). It is read immutable instead, which
+	// creates nothing, and Verify refuses the snapshot if anything opened
+	// or wrote the store meanwhile.
+	if wal, err := walHeader(abs); err != nil {
+		return nil, err
+	} else if wal && !exists(abs+"-wal") {
+		if s, err := openImmutable(ctx, abs); err == nil {
+			return s, nil
+		} else if !isCantOpen(err) {
+			return nil, err
+		}
+		// -wal appeared meanwhile (a writer opened it): read it as usual.
+	}
 	db, err := sql.Open("sqlite", sqliteDSN(abs, false))
 	if err != nil {
 		return nil, fmt.Errorf("store %s: open: %w", abs, err)
@@ -62,15 +83,122 @@ func OpenSQLite(ctx context.Context, path string) (*SQLiteSource, error) {
 	}
 	if err := s.probe(ctx); err != nil {
 		db.Close()
-		// A WAL-mode store in a directory we cannot write, with no -wal
-		// file beside it, cannot be open by any writer (a WAL writer must
-		// create -wal there), so reading it as immutable is safe.
-		if fallback := s.immutableFallback(ctx, err); fallback != nil {
-			return fallback, nil
-		}
 		return nil, s.wrap("read schema", err)
 	}
 	return s, nil
+}
+
+// openImmutable opens path with immutable=1 after taking its stamp.
+func openImmutable(ctx context.Context, path string) (*SQLiteSource, error) {
+	stamp, err := takeStamp(path)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if exists(path + "-wal") {
+		return nil, errCantOpenImmutable
+	}
+	db, err := sql.Open("sqlite", sqliteDSN(path, true))
+	if err != nil {
+		return nil, fmt.Errorf("store %s: open: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &SQLiteSource{Path: path, db: db, immutable: true, stamp: stamp}
+	if err := s.probe(ctx); err != nil {
+		db.Close()
+		return nil, s.wrap("read schema", err)
+	}
+	return s, nil
+}
+
+// errCantOpenImmutable: a -wal file is beside the store after all.
+var errCantOpenImmutable = errors.New("a -wal file appeared beside the store")
+
+func isCantOpen(err error) bool { return errors.Is(err, errCantOpenImmutable) }
+
+// Verify reports whether a snapshot of s can still be trusted after the
+// reading: always, except for a store read immutable (without SQLite's
+// locks), which must still be exactly the file it was when opened, with
+// still no -wal file beside it — no connection opened it meanwhile, so
+// nothing can have been written to it while it was read.
+func (s *SQLiteSource) Verify() error {
+	if s.stamp == nil {
+		return nil
+	}
+	if exists(s.Path + "-wal") {
+		return fmt.Errorf("store %s: another connection (Kandev?) opened the store while it was read: it was read without locks, since no connection had it open when the run began, so the snapshot cannot be trusted and nothing of it is kept; run again", s.Path)
+	}
+	now, err := takeStamp(s.Path)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.Path, err)
+	}
+	if !now.same(s.stamp) {
+		return fmt.Errorf("store %s: the file changed while it was read (%s): it was read without locks, since no connection had it open when the run began, so the snapshot cannot be trusted and nothing of it is kept; run again", s.Path, s.stamp.diff(now))
+	}
+	return nil
+}
+
+// fileStamp is what identifies a file's content without reading it all:
+// the file itself, its size, its modification time and its first 100
+// bytes (SQLite's header: page count, change counter, schema cookie).
+type fileStamp struct {
+	info   os.FileInfo
+	header [100]byte
+}
+
+func takeStamp(path string) (*fileStamp, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	s := &fileStamp{info: st}
+	if _, err := io.ReadFull(f, s.header[:]); err != nil {
+		return nil, fmt.Errorf("read its header: %w", err)
+	}
+	return s, nil
+}
+
+func (a *fileStamp) same(b *fileStamp) bool {
+	return os.SameFile(a.info, b.info) && a.info.Size() == b.info.Size() && a.info.ModTime().Equal(b.info.ModTime()) && a.header == b.header
+}
+
+func (a *fileStamp) diff(b *fileStamp) string {
+	switch {
+	case !os.SameFile(a.info, b.info):
+		return "it was replaced"
+	case a.info.Size() != b.info.Size():
+		return fmt.Sprintf("size %d → %d bytes", a.info.Size(), b.info.Size())
+	case !a.info.ModTime().Equal(b.info.ModTime()):
+		return "modified at " + b.info.ModTime().UTC().Format(time.RFC3339Nano)
+	default:
+		return "its header changed"
+	}
+}
+
+// walHeader reports whether the SQLite file at path is in WAL mode (its
+// header's read and write versions are 2).
+func walHeader(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("store %s: %w", path, err)
+	}
+	defer f.Close()
+	var v [2]byte
+	if _, err := f.ReadAt(v[:], 18); err != nil {
+		return false, fmt.Errorf("store %s: read its header: %w", path, err)
+	}
+	return v[0] == 2 && v[1] == 2, nil
+}
+
+// exists reports whether something is at path; when that cannot be
+// told, it says yes (the store is then read as usual).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 func sqliteDSN(path string, immutable bool) string {
@@ -91,26 +219,6 @@ func sqliteDSNWith(path string, immutable bool, busy time.Duration) string {
 func (s *SQLiteSource) probe(ctx context.Context) error {
 	var n int
 	return s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
-}
-
-func (s *SQLiteSource) immutableFallback(ctx context.Context, cause error) *SQLiteSource {
-	if _, err := os.Stat(s.Path + "-wal"); err == nil {
-		return nil
-	}
-	if !strings.Contains(strings.ToLower(cause.Error()), "unable to open") {
-		return nil
-	}
-	db, err := sql.Open("sqlite", sqliteDSN(s.Path, true))
-	if err != nil {
-		return nil
-	}
-	db.SetMaxOpenConns(1)
-	f := &SQLiteSource{Path: s.Path, db: db, immutable: true}
-	if f.probe(ctx) != nil {
-		db.Close()
-		return nil
-	}
-	return f
 }
 
 func checkSQLiteFile(path string) error {

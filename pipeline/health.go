@@ -83,6 +83,9 @@ func CheckHealth(ctx context.Context, source string, opts HealthOptions) (Health
 	if err != nil {
 		return r, err
 	}
+	if err := verifySnapshot(src); err != nil {
+		return r, err
+	}
 	r = HealthReport{Source: src.Location(), Dialect: src.Dialect(), SnapshotAt: snap.At().Format("2006-01-02T15:04:05.999999Z07:00"),
 		Activation: state.Activation, Status: h.Status, Evaluated: h.Evaluated, Reason: h.Reason, Health: h, State: state}
 	if state.CaptureSince.Raw != nil {

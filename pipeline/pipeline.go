@@ -381,6 +381,12 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 		return fail(err)
 	}
 
+	// Nothing is committed from a snapshot that cannot be trusted (a store
+	// read without locks that something opened meanwhile).
+	if err := verifySnapshot(src); err != nil {
+		return fail(err)
+	}
+
 	// Every file closed with the run's provenance, then the archives.
 	prov := buildProvenance(provenanceInput{runID: runID, installation: in.Name, source: src, identity: identity, state: state,
 		snapshotAt: snap.At(), outs: outs, tr: tr, meta: meta, messagesRead: rd.evidence.MessagesRead, del: del})
@@ -405,4 +411,13 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	}
 	stages.Parquet += time.Since(t0)
 	return prov, facts, disclosures, across.binding, nil
+}
+
+// verifySnapshot asks a source whose snapshot may need it (a SQLite store
+// read immutable) whether the snapshot can still be trusted.
+func verifySnapshot(src models.Source) error {
+	if v, ok := src.(interface{ Verify() error }); ok {
+		return v.Verify()
+	}
+	return nil
 }

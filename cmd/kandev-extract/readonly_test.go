@@ -8,14 +8,27 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kandev/kandev-extract/internal/testkit"
 )
 
 // A store whose file and directory are not writable is still extracted,
-// and left byte-identical with nothing created beside it. As root (CI),
-// permissions do not bind root, so the run is made as the unprivileged
-// user nobody.
+// and left byte-identical with nothing created beside it, in either
+// journal mode (a WAL-mode store as Kandev leaves it when it quits: no
+// -wal or -shm beside it, which a usual read-only open would have to
+// create). As root (CI), permissions do not bind root, so the run is made
+// as the unprivileged user nobody.
 func TestUnwritableStoreAndDirectory(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"delete", "wal"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			unwritableStore(t, mode)
+		})
+	}
+}
+
+func unwritableStore(t *testing.T, journalMode string) {
 	base, err := os.MkdirTemp("", "kx-ro-")
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +38,9 @@ func TestUnwritableStoreAndDirectory(t *testing.T) {
 	storeDir := filepath.Join(base, "store")
 	os.Mkdir(storeDir, 0o755)
 	store := filepath.Join(storeDir, "kandev.db")
-	copyFile(t, repoFile(t, "testdata/kandev/upgraded-backfill.db"), store, 0o444)
+	copyFile(t, repoFile(t, "testdata/kandev/upgraded-backfill.db"), store, 0o644)
+	testkit.SQLiteExec(t, store, `PRAGMA journal_mode = `+journalMode)
+	os.Chmod(store, 0o444)
 	os.Chmod(storeDir, 0o555)
 	wh := filepath.Join(base, "wh")
 	home := filepath.Join(base, "home")
