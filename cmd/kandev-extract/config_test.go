@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,4 +127,31 @@ func queryCSV(t *testing.T, wh, q string) string {
 		t.Fatalf("query %s: %s", q, errOut)
 	}
 	return out
+}
+
+// The commands that read only the warehouse (query, status, report) take
+// it from the config file without resolving its sources: a source_env
+// variable unset in an operator's shell does not stop them; run still
+// refuses it (a configuration error, 2).
+func TestReadersIgnoreTheConfigsSources(t *testing.T) {
+	t.Parallel()
+	wh := filepath.Join(t.TempDir(), "wh")
+	store := repoFile(t, "testdata/kandev/fresh-activated.db")
+	if _, errOut, code := cli(t, "run", "-s", store, "-w", wh, "-i", "team", "-q"); code != 0 {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	cfg := writeConfig(t, "warehouse = "+strconv.Quote(wh)+"\n[[installation]]\nname = \"team\"\nsource_env = \"KX_TEST_NEVER_SET_DSN\"\n")
+	out, errOut, code := cli(t, "query", "--config", cfg, "-f", "csv", "SELECT installation_id FROM installations")
+	if code != 0 || out != "installation_id\nteam\n" {
+		t.Errorf("query --config: code %d, %q, %s", code, out, errOut)
+	}
+	if _, errOut, code := cli(t, "status", "--config", cfg); code != 0 {
+		t.Errorf("status --config: code %d, %s", code, errOut)
+	}
+	if _, errOut, code := cli(t, "report", "--config", cfg, "--out", filepath.Join(t.TempDir(), "r.html")); code != 0 {
+		t.Errorf("report --config: code %d, %s", code, errOut)
+	}
+	if _, errOut, code := cli(t, "run", "--config", cfg); code != 2 || !strings.Contains(errOut, "KX_TEST_NEVER_SET_DSN") {
+		t.Errorf("run --config with source_env unset: code %d, %s", code, errOut)
+	}
 }

@@ -125,6 +125,12 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 		why = reason
 		cfg.Installations = []config.Installation{{Name: firstNonEmpty(name, deriveName(src, reason == whyDemo)), Source: src}}
 	}
+	if !needSources {
+		// query, status and report read the warehouse only: a source the
+		// config names (or its source_env variable, unset in an operator's
+		// shell) is none of their business.
+		return cfg, nil, why, nil
+	}
 	ins, err := cfg.Resolve(os.Getenv)
 	if err != nil {
 		return cfg, nil, "", &exitError{code: exitUsage, err: err}
