@@ -134,17 +134,27 @@ func Load(path string) (Config, error) {
 }
 
 // ApplyEnv applies environment variables over c.
+// fromEnvironment is where an error in a KANDEV_EXTRACT_* variable is
+// said to be (not the config file, which may not even set the key).
+const fromEnvironment = "environment"
+
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv(EnvWarehouse); v != "" {
 		c.Warehouse = v
 	}
 	if v := getenv(EnvSchedule); v != "" {
+		if _, err := ParseSchedule(v); err != nil {
+			return &FieldError{File: fromEnvironment, Field: "$" + EnvSchedule, Value: v, Problem: err.Error()}
+		}
 		c.Schedule = v
 	}
 	if v := getenv(EnvRetention); v != "" {
 		var n int
 		if _, err := fmt.Sscan(v, &n); err != nil {
-			return &FieldError{Field: "$" + EnvRetention, Value: v, Problem: "not a whole number"}
+			return &FieldError{File: fromEnvironment, Field: "$" + EnvRetention, Value: v, Problem: "not a whole number"}
+		}
+		if n < 1 {
+			return &FieldError{File: fromEnvironment, Field: "$" + EnvRetention, Value: v, Problem: "must be at least 1 (runs kept per installation)"}
 		}
 		c.Retention = n
 	}
@@ -155,7 +165,10 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		if v := getenv(e.name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				return &FieldError{Field: "$" + e.name, Value: v, Problem: "not a duration (write it like 30s, 10m or 1h30m)"}
+				return &FieldError{File: fromEnvironment, Field: "$" + e.name, Value: v, Problem: "not a duration (write it like 30s, 10m or 1h30m)"}
+			}
+			if err := checkTimeout(fromEnvironment, "$"+e.name, d); err != nil {
+				return err
 			}
 			*e.dst = d
 		}

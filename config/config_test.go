@@ -193,3 +193,22 @@ func TestExampleTimeoutsAreTheDefaults(t *testing.T) {
 		t.Errorf("example timeouts %s, %s; extract's defaults %s, %s", c.ConnectTimeout, c.StallTimeout, extract.DefaultConnectTimeout, extract.DefaultStallTimeout)
 	}
 }
+
+// A bad value in a KANDEV_EXTRACT_* variable is reported as the
+// environment's, never as the config file's (which may not set the key).
+func TestEnvironmentErrorsNameTheVariable(t *testing.T) {
+	for _, c := range []struct{ name, value, want string }{
+		{EnvRetention, "0", `environment: $KANDEV_EXTRACT_RETENTION = "0": must be at least 1`},
+		{EnvRetention, "-2", `environment: $KANDEV_EXTRACT_RETENTION = "-2": must be at least 1`},
+		{EnvRetention, "many", `environment: $KANDEV_EXTRACT_RETENTION = "many": not a whole number`},
+		{EnvSchedule, "bogus", `environment: $KANDEV_EXTRACT_SCHEDULE = "bogus": `},
+		{EnvConnectTimeout, "soon", `environment: $KANDEV_EXTRACT_CONNECT_TIMEOUT = "soon": not a duration`},
+		{EnvStallTimeout, "1ms", `environment: $KANDEV_EXTRACT_STALL_TIMEOUT = "1ms": must be at least`},
+	} {
+		cfg := Config{File: "/etc/kx.toml", Warehouse: "w", Retention: 2, Schedule: "0 2 * * *"}
+		err := cfg.ApplyEnv(env(map[string]string{c.name: c.value}))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "kx.toml") {
+			t.Errorf("%s=%s: %v, want it to begin %q", c.name, c.value, err, c.want)
+		}
+	}
+}

@@ -155,3 +155,18 @@ func TestReadersIgnoreTheConfigsSources(t *testing.T) {
 		t.Errorf("run --config with source_env unset: code %d, %s", code, errOut)
 	}
 }
+
+// A bad --retention or --schedule is reported as the flag's, not as the
+// config file's.
+func TestFlagErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, "retention = 3\nschedule = \"0 2 * * *\"\n")
+	_, errOut, code := cli(t, "run", "--config", cfg, "--retention", "0")
+	if code != 2 || !strings.Contains(errOut, "--retention 0: must be at least 1") || strings.Contains(errOut, "kx.toml") {
+		t.Errorf("--retention 0: code %d, %s", code, errOut)
+	}
+	_, errOut, code = cli(t, "schedule", "--config", cfg, "--schedule", "bogus")
+	if code != 2 || !strings.Contains(errOut, `--schedule "bogus"`) || strings.Contains(errOut, "kx.toml") {
+		t.Errorf("--schedule bogus: code %d, %s", code, errOut)
+	}
+}

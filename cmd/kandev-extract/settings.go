@@ -68,9 +68,15 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 		cfg.Warehouse = s.warehouse
 	}
 	if cmd.Flags().Changed("retention") {
+		if s.retention < 1 {
+			return cfg, nil, "", &exitError{code: exitUsage, err: fmt.Errorf("--retention %d: must be at least 1 (runs kept per installation)", s.retention)}
+		}
 		cfg.Retention = s.retention
 	}
 	if s.schedule != "" {
+		if _, err := config.ParseSchedule(s.schedule); err != nil {
+			return cfg, nil, "", &exitError{code: exitUsage, err: fmt.Errorf("--schedule %q: %w", s.schedule, err)}
+		}
 		cfg.Schedule = s.schedule
 	}
 	cfg.ForceTimeouts(s.connectTimeout, s.stallTimeout)
@@ -95,6 +101,9 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	case !needSources:
 	case source != "":
 		why = "--source"
+		if s.source == "" {
+			why = "$" + config.EnvSource
+		}
 		if err := extract.CheckSource(source); err != nil {
 			return cfg, nil, "", &exitError{code: exitUsage, err: err}
 		}
