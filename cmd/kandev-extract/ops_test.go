@@ -401,6 +401,10 @@ func TestScheduleFiresHonoursTheLockAndStopsOnSIGTERM(t *testing.T) {
 			}
 		}
 	}
+	// Each scheduled run logs its summary, as run does with JSON logs.
+	if m := waitFor("run summary", 20*time.Second); m["installation"] != "legacy" || m["subagent_rows"] == nil {
+		t.Errorf("scheduled run's summary: %v", m)
+	}
 	waitFor("scheduled run committed", 20*time.Second)
 	// Hold the lock: the next tick must not write, and says why.
 	held, err := load.OpenWarehouse(wh)

@@ -54,6 +54,7 @@ interruption is recorded in the runs table).`,
 				start := time.Now()
 				// No progress line under schedule: its logs are JSON lines.
 				res, err := runOnce(cmd.Context(), g, runCall{cfg: cfg, installs: installs, wait: s.wait, demo: why == whyDemo})
+				logSummary(log, res)
 				attrs := []any{"run_id", res.RunID, "duration", time.Since(start).Round(time.Millisecond).String()}
 				switch {
 				case err != nil:
