@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/internal/testkit"
 )
 
@@ -131,16 +130,7 @@ func TestOpenWALStoreIsReadUnderItsSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	src, err := extract.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	snap, err := src.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
+	src, snap := begin(t, path)
 	count := func() (n int64) {
 		err := snap.Query(ctx, `SELECT count(*) FROM tasks WHERE state = 'kx-before'`, nil, func(row []any) error { n = row[0].(int64); return nil })
 		if err != nil {
