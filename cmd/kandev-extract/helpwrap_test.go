@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,5 +69,43 @@ func TestWaitDefaultsAsDocumented(t *testing.T) {
 		if name == "schedule" && (f.DefValue != want || strings.Contains(f.Usage, "fail at once") || !strings.Contains(c.Long, "--wait (default 30m)")) {
 			t.Errorf("schedule --help says --wait defaults to %q (%s)", f.DefValue, f.Usage)
 		}
+	}
+}
+
+// With JSON logs asked for (--log-format json, or the config's
+// log_format), the error a command ends with is a JSON record like every
+// other stderr line, with its exit status; with the default (auto) it
+// stays the plain "kandev-extract: …" line.
+func TestFailureIsAJSONRecordWithJSONLogs(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "kx.toml")
+	if err := os.WriteFile(cfg, []byte("retention = -1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--log-format", "json", "--config", cfg}, 2, "retention"},
+		{[]string{"run", "--log-format", "json", "-s", missing, "-w", filepath.Join(t.TempDir(), "wh"), "-i", "x"}, 1, "missing.db"},
+		{[]string{"query", "--log-format", "json", "-w", t.TempDir(), "SELECT 1"}, 2, "no warehouse at"},
+	} {
+		_, errOut, code := cli(t, c.args...)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
+			t.Errorf("%v: the last stderr line is not JSON: %q", c.args, lines[len(lines)-1])
+			continue
+		}
+		if code != c.code || rec["level"] != "ERROR" || rec["msg"] != "kandev-extract failed" || rec["exit_status"] != float64(c.code) ||
+			!strings.Contains(fmt.Sprint(rec["err"]), c.want) || strings.Contains(errOut, "kandev-extract: ") {
+			t.Errorf("%v: code %d, stderr %s", c.args, code, errOut)
+		}
+	}
+	_, errOut, code := cli(t, "run", "--config", cfg)
+	if code != 2 || !strings.HasPrefix(errOut, "kandev-extract: ") {
+		t.Errorf("with the default log format: code %d, stderr %q", code, errOut)
 	}
 }

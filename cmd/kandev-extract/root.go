@@ -16,7 +16,7 @@ import (
 )
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	root := newRoot(stdout, stderr)
+	root, g := newRootWith(stdout, stderr)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -26,7 +26,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// cobra's error for a command that does not exist: usage.
 		return &exitError{code: exitUsage, err: err}
 	}
+	if err != nil && g.logFormat == "json" {
+		return g.logFailure(err)
+	}
 	return err
+}
+
+// logFailure writes the error a command ends with as one JSON log record
+// ("kandev-extract failed", with err and exit_status) when JSON logs were
+// asked for (--log-format json or the config's log_format), so that a
+// journal or log pipeline reading JSON lines gets no plain line; it
+// returns the exit status with nothing left to print.
+func (g *globals) logFailure(err error) error {
+	code, msg := exitFailure, err.Error()
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err == nil {
+			return err // the failures were logged where they happened
+		}
+		code, msg = ee.code, ee.err.Error()
+	}
+	slog.New(slog.NewJSONHandler(g.stderr, nil)).Error("kandev-extract failed", "err", msg, "exit_status", code)
+	return &exitError{code: code}
 }
 
 type globals struct {
@@ -54,6 +75,12 @@ func validLogFormat(f string) bool {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root, _ := newRootWith(stdout, stderr)
+	return root
+}
+
+// newRootWith is newRoot, with the settings its commands share.
+func newRootWith(stdout, stderr io.Writer) (*cobra.Command, *globals) {
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "kandev-extract",
@@ -103,7 +130,7 @@ Then query:   kandev-extract query "SELECT * FROM disclosures"`,
 			}
 		}
 	}
-	return root
+	return root, g
 }
 
 // usageErr adds a hint to a usage error.

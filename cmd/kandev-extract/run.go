@@ -80,8 +80,10 @@ its rows against the source's own count, writer health, publish, rebuild),
 with the read rate and an ETA; the summary follows on stdout. With JSON
 logs (--log-format json, or auto when stderr is not a terminal, as under
 cron) there is no progress line and no summary on stdout: the summary is a
-"run summary" log record per installation. --quiet prints warnings and
-errors only.
+"run summary" log record per installation. With --log-format json (or the
+config's log_format) the error a command ends with is a record too
+("kandev-extract failed", with err and exit_status). --quiet prints
+warnings and errors only.
 
 Files held open (Windows): when another process (a DuckDB session, Excel,
 Power BI) holds warehouse.duckdb open, the run still commits its data and
