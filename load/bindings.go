@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kandev/kandev-extract/models"
 )
 
 // An installation name is bound to its source on first commit, so two
@@ -39,14 +41,36 @@ func (a SourceIdentity) Same(b SourceIdentity) bool {
 	if b.Fingerprint != nil {
 		fb = *b.Fingerprint
 	}
-	return a.Dialect == b.Dialect && a.Location == b.Location && fa == fb && (a.Fingerprint == nil) == (b.Fingerprint == nil)
+	return a.Dialect == b.Dialect && a.boundLocation() == b.boundLocation() && fa == fb && (a.Fingerprint == nil) == (b.Fingerprint == nil)
 }
+
+// boundLocation is the location a binding compares: a PostgreSQL
+// location without its password marker (postgres://USER:REDACTED@… and
+// postgres://USER@… are the same server, role and database: taking the
+// password out of the DSN, as the warning on an inline password advises,
+// changes how the run authenticates, not which store it reads).
+func (a SourceIdentity) boundLocation() string {
+	const scheme, marker = "postgres://", ":" + redactedMarker + "@"
+	if a.Dialect != string(models.DialectPostgres) || !strings.HasPrefix(a.Location, scheme) {
+		return a.Location
+	}
+	rest := a.Location[len(scheme):]
+	at := strings.IndexByte(rest, '@')
+	if at < 0 || !strings.HasSuffix(rest[:at+1], marker) {
+		return a.Location
+	}
+	return scheme + rest[:at+1-len(marker)] + "@" + rest[at+1:]
+}
+
+// redactedMarker stands for a password in a printed PostgreSQL location
+// (extract.PrintableLocation).
+const redactedMarker = "REDACTED"
 
 // sameAsLegacy compares with a source recorded before fingerprints were
 // (a nil fingerprint on a's side is not a difference).
 func (a SourceIdentity) sameAsLegacy(b SourceIdentity) bool {
 	if a.Fingerprint == nil {
-		return a.Dialect == b.Dialect && a.Location == b.Location
+		return a.Dialect == b.Dialect && a.boundLocation() == b.boundLocation()
 	}
 	return a.Same(b)
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 )
 
@@ -108,5 +112,40 @@ source = "`+repoFile(t, "testdata/kandev/upgraded-backfill.db")+`"
 	out, _, code = cli(t, "health", "--config", cfg, "--stale-after", "87600h")
 	if code != 9 || !strings.Contains(out, "KEY CHANGED: subagent_context_capture_since") {
 		t.Errorf("changed key: exit %d\n%s", code, out)
+	}
+}
+
+// Taking the password out of a PostgreSQL DSN, as the inline-password
+// warning advises, keeps the installation's binding: the same role on the
+// same server and database is the same store (here the second run reads
+// the password from a passfile). Another role is still another source.
+func TestPasswordOutOfTheDSNKeepsTheBinding(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Shared(t)
+	db := pgtest.NewDatabase(t, c, repoFile(t, "testdata/kandev/fresh-activated.pg.sql"))
+	role, secret := "kx_bind_"+db, "Pw-"+db+"-7x"
+	if err := c.CreateRole(context.Background(), role, secret, db); err != nil {
+		t.Fatal(err)
+	}
+	wh := filepath.Join(t.TempDir(), "wh")
+	out, errOut, code := cli(t, "run", "-s", c.RoleDSN(role, secret, db), "-w", wh, "-i", "team", "--log-format", "text")
+	if code != 0 || !strings.Contains(errOut, "carries a password") {
+		t.Fatalf("inline password: code %d\n%s%s", code, out, errOut)
+	}
+	passfile := filepath.Join(t.TempDir(), "pgpass")
+	if err := os.WriteFile(passfile, []byte(fmt.Sprintf("127.0.0.1:%d:%s:%s:%s\n", c.Port(), db, role, secret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noPassword := c.RoleDSN(role, "", db) + "&passfile=" + url.QueryEscape(passfile)
+	out, errOut, code = cli(t, "run", "-s", noPassword, "-w", wh, "-i", "team", "--log-format", "text")
+	if code != 0 || strings.Contains(out+errOut, "bound to another source") || strings.Contains(out+errOut, secret) {
+		t.Fatalf("the password from a passfile: code %d\n%s%s", code, out, errOut)
+	}
+	if got := queryCSV(t, wh, `SELECT count(*) FILTER (WHERE status = 'committed') FROM runs WHERE installation_id = 'team'`); got != "count_star() FILTER (WHERE (status = 'committed'))\n2\n" {
+		t.Errorf("committed runs: %q", got)
+	}
+	_, errOut, code = cli(t, "run", "-s", c.DSN(db), "-w", wh, "-i", "team")
+	if code != 2 || !strings.Contains(errOut, "bound to another source") {
+		t.Errorf("another role: code %d, %s", code, errOut)
 	}
 }
