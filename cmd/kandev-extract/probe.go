@@ -77,6 +77,11 @@ func probeSource(ctx context.Context, in pipeline.Installation, counts bool) (so
 		if tp.Present, err = snap.TableExists(ctx, t.source); err != nil {
 			return p, err
 		}
+		if tp.Present {
+			if err := canRead(ctx, snap, t.source); err != nil {
+				return p, err
+			}
+		}
 		if tp.Present && counts {
 			if tp.Rows, err = countRows(ctx, snap, src.Dialect(), t.source); err != nil {
 				return p, err
@@ -85,8 +90,24 @@ func probeSource(ctx context.Context, in pipeline.Installation, counts bool) (so
 		}
 		p.Tables = append(p.Tables, tp)
 	}
+	// Writer health reads the messages too.
+	if present, err := snap.TableExists(ctx, models.SourceMessages); err != nil {
+		return p, err
+	} else if present {
+		if err := canRead(ctx, snap, models.SourceMessages); err != nil {
+			return p, err
+		}
+	}
 	p.CountTime = time.Since(t0)
 	return p, nil
+}
+
+// canRead runs a query on table that reads no row but needs what reading
+// it needs (PostgreSQL checks the SELECT privilege when the query starts),
+// so that check finds a missing grant before a run does (the counts read
+// nothing: PostgreSQL's are the planner's estimates).
+func canRead(ctx context.Context, snap models.Snapshot, table string) error {
+	return snap.Query(ctx, `SELECT 1 FROM "`+table+`" LIMIT 0`, nil, func([]any) error { return nil })
 }
 
 // storeFingerprint is kandev_meta.schema_initialized_at, raw, as the

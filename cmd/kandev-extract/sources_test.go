@@ -149,3 +149,30 @@ func TestPasswordOutOfTheDSNKeepsTheBinding(t *testing.T) {
 		t.Errorf("another role: code %d, %s", code, errOut)
 	}
 }
+
+// check finds a role that cannot read a table a run reads (a scanned
+// table, or the messages writer health reads) before the run does: exit
+// 1, naming the table and the grant.
+func TestCheckFindsAMissingGrant(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Shared(t)
+	db := pgtest.NewDatabase(t, c, repoFile(t, "testdata/kandev/fresh-activated.pg.sql"))
+	ctx := context.Background()
+	for i, table := range []string{"workflow_steps", "task_session_messages"} {
+		role, secret := fmt.Sprintf("kx_grant%d_%s", i, db), "Pw-"+db
+		if err := c.CreateRole(ctx, role, secret, db); err != nil {
+			t.Fatal(err)
+		}
+		dsn := c.RoleDSN(role, secret, db)
+		if out, errOut, code := cli(t, "check", "-s", dsn, "-w", filepath.Join(t.TempDir(), "wh"), "-i", "team"); code != 0 {
+			t.Fatalf("check with every grant: code %d\n%s%s", code, out, errOut)
+		}
+		if err := c.Exec(ctx, db, fmt.Sprintf(`REVOKE SELECT ON %s FROM %s`, table, role)); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := cli(t, "check", "-s", dsn, "-w", filepath.Join(t.TempDir(), "wh"), "-i", "team")
+		if code != 1 || !strings.Contains(out+errOut, table+": permission denied") || !strings.Contains(out+errOut, "grant the role SELECT") {
+			t.Errorf("check without SELECT on %s: code %d\n%s%s", table, code, out, errOut)
+		}
+	}
+}
