@@ -174,5 +174,12 @@ func TestCheckFindsAMissingGrant(t *testing.T) {
 		if code != 1 || !strings.Contains(out+errOut, table+": permission denied") || !strings.Contains(out+errOut, "grant the role SELECT") {
 			t.Errorf("check without SELECT on %s: code %d\n%s%s", table, code, out, errOut)
 		}
+		// A run of an installation the warehouse does not know yet fails
+		// the same way before it writes anything.
+		wh := filepath.Join(t.TempDir(), "wh")
+		out, errOut, code = cli(t, "run", "-s", dsn, "-w", wh, "-i", "team")
+		if _, err := os.Stat(wh); code != 1 || !strings.Contains(out+errOut, table+": permission denied") || !os.IsNotExist(err) {
+			t.Errorf("first run without SELECT on %s: code %d, warehouse %v\n%s%s", table, code, err, out, errOut)
+		}
 	}
 }
