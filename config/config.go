@@ -167,8 +167,9 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 			if err != nil {
 				return &FieldError{File: fromEnvironment, Field: "$" + e.name, Value: v, Problem: "not a duration (write it like 30s, 10m or 1h30m)"}
 			}
-			if err := checkTimeout(fromEnvironment, "$"+e.name, d); err != nil {
-				return err
+			if d < MinTimeout { // 0 too: set, it would not bound anything
+				return &FieldError{File: fromEnvironment, Field: "$" + e.name, Value: v,
+					Problem: "must be at least " + MinTimeout.String() + " (it bounds a wait; it cannot be turned off)"}
 			}
 			*e.dst = d
 		}

@@ -204,6 +204,8 @@ func TestEnvironmentErrorsNameTheVariable(t *testing.T) {
 		{EnvSchedule, "bogus", `environment: $KANDEV_EXTRACT_SCHEDULE = "bogus": `},
 		{EnvConnectTimeout, "soon", `environment: $KANDEV_EXTRACT_CONNECT_TIMEOUT = "soon": not a duration`},
 		{EnvStallTimeout, "1ms", `environment: $KANDEV_EXTRACT_STALL_TIMEOUT = "1ms": must be at least`},
+		{EnvStallTimeout, "0s", `environment: $KANDEV_EXTRACT_STALL_TIMEOUT = "0s": must be at least 1s`},
+		{EnvConnectTimeout, "0", `environment: $KANDEV_EXTRACT_CONNECT_TIMEOUT = "0": must be at least 1s`},
 	} {
 		cfg := Config{File: "/etc/kx.toml", Warehouse: "w", Retention: 2, Schedule: "0 2 * * *"}
 		err := cfg.ApplyEnv(env(map[string]string{c.name: c.value}))

@@ -169,4 +169,10 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, `--schedule "bogus"`) || strings.Contains(errOut, "kx.toml") {
 		t.Errorf("--schedule bogus: code %d, %s", code, errOut)
 	}
+	for _, c := range [][]string{{"check", "--connect-timeout", "500ms"}, {"run", "--stall-timeout", "0s"}, {"health", "--stall-timeout", "0"}} {
+		_, errOut, code = cli(t, append(c, "--config", cfg)...)
+		if code != 2 || !strings.Contains(errOut, c[1]+" "+strings.TrimSuffix(c[2], "0")) || !strings.Contains(errOut, "must be at least 1s") || strings.Contains(errOut, "kx.toml") {
+			t.Errorf("%v: code %d, %s", c, code, errOut)
+		}
+	}
 }
