@@ -400,7 +400,9 @@ func printCheck(w io.Writer, r checkReport) {
 	}
 	printSafe(w, "  source:      %s (chosen: %s)\n", src, r.ChosenBecause)
 	if r.Error != "" {
-		printSafe(w, "  error:       %s\n", r.Error)
+		// pgx breaks a connection error over lines ("…:\n\thostname
+		// resolving error"): one line here, as in the JSON.
+		printSafe(w, "  error:       %s\n", oneLine(r.Error))
 	} else {
 		printSafe(w, "  snapshot:    %s, kandev %s\n", r.SnapshotAt, deref(r.KandevVersion))
 		if r.Binding != nil {
@@ -462,4 +464,13 @@ func printCheck(w io.Writer, r checkReport) {
 		printSafe(w, "  warehouse:   %s %s%s\n", r.Warehouse.Path, known, lock)
 	}
 	printSafe(w, "  a run would: %s\n\n", r.Would)
+}
+
+// oneLine joins the lines of s with single spaces, each trimmed.
+func oneLine(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, " ")
 }

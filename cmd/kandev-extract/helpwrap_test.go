@@ -109,3 +109,13 @@ func TestFailureIsAJSONRecordWithJSONLogs(t *testing.T) {
 		t.Errorf("with the default log format: code %d, stderr %q", code, errOut)
 	}
 }
+
+// check's text prints an error that spans lines (pgx's connection errors
+// do) on one line.
+func TestOneLine(t *testing.T) {
+	t.Parallel()
+	in := "failed to connect to `user=u database=k`:\n\thostname resolving error\r\n  x"
+	if got, want := oneLine(in), "failed to connect to `user=u database=k`: hostname resolving error x"; got != want {
+		t.Errorf("oneLine = %q, want %q", got, want)
+	}
+}
