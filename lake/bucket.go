@@ -69,28 +69,13 @@ var ErrBadBucketURL = errors.New("unusable bucket URL")
 // GCP: application default credentials; Azure: environment, workload or
 // managed identity, CLI).
 func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
-	u, err := url.Parse(rawURL)
+	u, q, prefix, err := parseBucketURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadBucketURL, err)
+		return nil, err
 	}
-	if u.User != nil {
-		return nil, fmt.Errorf("%w: %s: credentials do not belong in the URL (use the provider's standard chain)", ErrBadBucketURL, u.Scheme+"://"+u.Host)
-	}
-	q := u.Query()
-	prefix := q.Get("prefix")
-	if prefix != "" && (!strings.HasSuffix(prefix, "/") || strings.HasPrefix(prefix, "/") || strings.Contains(prefix, "..")) {
-		return nil, fmt.Errorf("%w: prefix %q must be relative and end in \"/\"", ErrBadBucketURL, prefix)
-	}
-	q.Del("prefix")
 	bk := &Bucket{Scheme: u.Scheme, Name: u.Host, Prefix: prefix, Query: q}
 	switch u.Scheme {
 	case "file":
-		if u.Host != "" || !filepath.IsAbs(filepath.FromSlash(u.Path)) {
-			return nil, fmt.Errorf("%w: %s: a file bucket is file:///absolute/path", ErrBadBucketURL, rawURL)
-		}
-		if len(q) > 0 {
-			return nil, fmt.Errorf("%w: %s: a file bucket takes no options but prefix", ErrBadBucketURL, rawURL)
-		}
 		bk.Dir = filepath.Clean(filepath.FromSlash(u.Path))
 		if err := os.MkdirAll(bk.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", bk, err)
@@ -102,13 +87,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 			return nil, fmt.Errorf("bucket %s: %w", bk, err)
 		}
 		bk.b = b
-	case "s3", "gs", "azblob":
-		if u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return nil, fmt.Errorf("%w: %s://%s%s: name the bucket as the host and a key prefix with ?prefix=dir/", ErrBadBucketURL, u.Scheme, u.Host, u.Path)
-		}
-		if !slices.Contains(blob.DefaultURLMux().BucketSchemes(), u.Scheme) {
-			return nil, fmt.Errorf("%w: %s: the %s driver is not linked into this program (import github.com/kandev/kandev-extract/lake/clouds)", ErrBadBucketURL, bk, u.Scheme)
-		}
+	default: // s3, gs, azblob
 		open := *u
 		open.RawQuery = q.Encode()
 		b, err := blob.OpenBucket(ctx, open.String())
@@ -116,13 +95,56 @@ func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 			return nil, fmt.Errorf("bucket %s: %w", bk, err)
 		}
 		bk.b = b
-	default:
-		return nil, fmt.Errorf("%w: %q: the scheme must be one of %s", ErrBadBucketURL, rawURL, strings.Join(Schemes, ", "))
 	}
 	if prefix != "" {
 		bk.b = blob.PrefixedBucket(bk.b, prefix)
 	}
 	return bk, nil
+}
+
+// CheckBucketURL refuses a bucket URL that OpenBucket would refuse,
+// without opening or creating anything: a run checks its --warehouse URL
+// before it extracts, not when it publishes.
+func CheckBucketURL(rawURL string) error {
+	_, _, _, err := parseBucketURL(rawURL)
+	return err
+}
+
+// parseBucketURL checks rawURL and returns it, its driver options (the
+// query without "prefix") and its key prefix.
+func parseBucketURL(rawURL string) (*url.URL, url.Values, string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: %v", ErrBadBucketURL, err)
+	}
+	if u.User != nil {
+		return nil, nil, "", fmt.Errorf("%w: %s: credentials do not belong in the URL (use the provider's standard chain)", ErrBadBucketURL, u.Scheme+"://"+u.Host)
+	}
+	q := u.Query()
+	prefix := q.Get("prefix")
+	if prefix != "" && (!strings.HasSuffix(prefix, "/") || strings.HasPrefix(prefix, "/") || strings.Contains(prefix, "..")) {
+		return nil, nil, "", fmt.Errorf("%w: prefix %q must be relative and end in \"/\"", ErrBadBucketURL, prefix)
+	}
+	q.Del("prefix")
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" || !filepath.IsAbs(filepath.FromSlash(u.Path)) {
+			return nil, nil, "", fmt.Errorf("%w: %s: a file bucket is file:///absolute/path", ErrBadBucketURL, rawURL)
+		}
+		if len(q) > 0 {
+			return nil, nil, "", fmt.Errorf("%w: %s: a file bucket takes no options but prefix", ErrBadBucketURL, rawURL)
+		}
+	case "s3", "gs", "azblob":
+		if u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return nil, nil, "", fmt.Errorf("%w: %s://%s%s: name the bucket as the host and a key prefix with ?prefix=dir/", ErrBadBucketURL, u.Scheme, u.Host, u.Path)
+		}
+		if !slices.Contains(blob.DefaultURLMux().BucketSchemes(), u.Scheme) {
+			return nil, nil, "", fmt.Errorf("%w: %s://%s/: the %s driver is not linked into this program (import github.com/kandev/kandev-extract/lake/clouds)", ErrBadBucketURL, u.Scheme, u.Host, u.Scheme)
+		}
+	default:
+		return nil, nil, "", fmt.Errorf("%w: %q: the scheme must be one of %s", ErrBadBucketURL, rawURL, strings.Join(Schemes, ", "))
+	}
+	return u, q, prefix, nil
 }
 
 // String names the bucket without its options.

@@ -93,6 +93,10 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	}
 	cfg.Warehouse = extract.ExpandHome(cfg.Warehouse) // "~/kx" from a config file or the environment too
 	if lake.IsBucketURL(cfg.Warehouse) {
+		// A URL no publish could use is refused now, not after the run.
+		if err := lake.CheckBucketURL(cfg.Warehouse); err != nil {
+			return cfg, nil, "", &exitError{code: exitUsage, err: fmt.Errorf("warehouse: %w", err)}
+		}
 		local, err := spokeWarehouse(cfg.Warehouse)
 		if err != nil {
 			return cfg, nil, "", &exitError{code: exitUsage, err: err}

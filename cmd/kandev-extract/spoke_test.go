@@ -37,3 +37,28 @@ func TestRunPublishesToABucket(t *testing.T) {
 		t.Errorf("query on the local warehouse: exit %d %q", code, out)
 	}
 }
+
+// A bucket URL no publish could use is a usage error (2) before anything
+// is extracted, for run and check alike: nothing is written to the local
+// warehouse in the cache either.
+func TestUnusableBucketURLIsRefusedBeforeTheRun(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	src := repoFile(t, "testdata/kandev/fresh-activated.db")
+	for _, c := range []struct{ url, want string }{
+		{"s3://bucket/prefix", "name the bucket as the host and a key prefix with ?prefix=dir/"},
+		{"s3://someone@bucket/", "credentials do not belong in the URL"},
+		{"file://someone@/tmp/kx-bucket", "credentials do not belong in the URL"},
+		{"file:///tmp/kx-bucket?prefix=/abs/", "must be relative"},
+	} {
+		for _, cmd := range []string{"run", "check"} {
+			out, errOut, code := cli(t, cmd, "-s", src, "-w", c.url, "-i", "lab")
+			if code != 2 || !strings.Contains(errOut, "unusable bucket URL") || !strings.Contains(errOut, c.want) || strings.Contains(out+errOut, "someone") {
+				t.Errorf("%s -w %s: exit %d\n%s%s", cmd, c.url, code, out, errOut)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("the cache holds %d entries after refused URLs", len(entries))
+	}
+}
