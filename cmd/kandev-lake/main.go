@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/lake"
 	"github.com/kandev/kandev-extract/lake/hub"
+	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
 )
 
@@ -205,6 +207,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			if pBucket == "" || pInstallation == "" {
 				return &usageError{errors.New("--bucket and --installation are required")}
 			}
+			if err := knownInstallation(pWarehouse, pInstallation); err != nil {
+				return err
+			}
 			if pRun != "" {
 				if err := lake.Publish(cmd.Context(), pBucket, pWarehouse, pInstallation, pRun); err != nil {
 					return err
@@ -246,4 +251,28 @@ func maintain(ctx context.Context, h *hub.Hub, opts hub.MaintainOptions, stdout 
 			tm.Table, tm.FilesBefore, tm.FilesAfter, tm.Compacted, tm.CompactedInto, tm.ExpiredSnapshots, tm.OrphansDeleted)
 	}
 	return err
+}
+
+// knownInstallation refuses, as a usage error, an installation the local
+// warehouse has no run of (a typo would otherwise publish nothing and
+// succeed), naming the ones it has.
+func knownInstallation(warehouse, installation string) error {
+	ms, err := load.ReadManifests(warehouse)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, m := range ms {
+		if m.InstallationID == installation {
+			return nil
+		}
+		if !slices.Contains(names, m.InstallationID) {
+			names = append(names, m.InstallationID)
+		}
+	}
+	if len(names) == 0 {
+		return &usageError{fmt.Errorf("the warehouse %s has no runs (is it a kandev-extract warehouse?)", warehouse)}
+	}
+	slices.Sort(names)
+	return &usageError{fmt.Errorf("the warehouse %s has no run of installation %q (it has %s)", warehouse, installation, strings.Join(names, ", "))}
 }

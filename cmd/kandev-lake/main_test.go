@@ -56,7 +56,13 @@ func TestPublishIngestDuckDB(t *testing.T) {
 	bucket := "file://" + filepath.ToSlash(t.TempDir())
 	wh := filepath.Join(t.TempDir(), "wh")
 	m := laketest.Run(t, wh, "fresh-activated.db", "laptop-1")
-	code, out, stderr := runCLI(t, "publish", "--bucket", bucket, "--warehouse", wh, "--installation", "laptop-1")
+	// A mistyped installation is a usage error naming the ones there are,
+	// not "nothing to publish".
+	code, out, stderr := runCLI(t, "publish", "--bucket", bucket, "--warehouse", wh, "--installation", "laptop-l")
+	if code != exitUsage || !strings.Contains(stderr, `no run of installation "laptop-l" (it has laptop-1)`) {
+		t.Errorf("publish of an unknown installation: %d %q %q", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "publish", "--bucket", bucket, "--warehouse", wh, "--installation", "laptop-1")
 	if code != 0 || !strings.Contains(out, "published laptop-1/"+m.RunID) {
 		t.Fatalf("publish: %d %q %q", code, out, stderr)
 	}
