@@ -8,10 +8,15 @@ ARGS    ?=
 
 export CGO_ENABLED = 1
 
-.PHONY: build run test lint fmt bench fuzz clean cross install release
+.PHONY: build lake run test lint fmt bench fuzz clean cross install release
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kandev-extract
+
+# The scale-out hub (docs/scale-out.md), a binary of its own: spokes need
+# only kandev-extract.
+lake:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kandev-lake ./cmd/kandev-lake
 
 # Into $(go env GOBIN), else $(go env GOPATH)/bin, with the version stamped.
 install:
