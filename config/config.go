@@ -133,11 +133,11 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// ApplyEnv applies environment variables over c.
 // fromEnvironment is where an error in a KANDEV_EXTRACT_* variable is
 // said to be (not the config file, which may not even set the key).
 const fromEnvironment = "environment"
 
+// ApplyEnv applies environment variables over c.
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv(EnvWarehouse); v != "" {
 		c.Warehouse = v

@@ -49,7 +49,8 @@ func OpenSQLite(ctx context.Context, path string) (*SQLiteSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	if err := checkSQLiteFile(abs); err != nil {
+	wal, err := checkSQLiteFile(abs)
+	if err != nil {
 		return nil, err
 	}
 	// A WAL-mode store with no -wal file beside it is open by no
@@ -60,15 +61,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLiteSource, error) {
 	// read-only mount, ReadOnlyPaths=). It is read immutable instead, which
 	// creates nothing, and Verify refuses the snapshot if anything opened
 	// or wrote the store meanwhile.
-	if wal, err := walHeader(abs); err != nil {
-		return nil, err
-	} else if wal && !exists(abs+"-wal") {
-		if s, err := openImmutable(ctx, abs); err == nil {
-			return s, nil
-		} else if !isCantOpen(err) {
-			return nil, err
+	if wal && !exists(abs+"-wal") {
+		s, err := openImmutable(ctx, abs)
+		if !errors.Is(err, errWALAppeared) {
+			return s, err
 		}
-		// -wal appeared meanwhile (a writer opened it): read it as usual.
+		// A writer opened it meanwhile: read it as usual.
 	}
 	db, err := sql.Open("sqlite", sqliteDSN(abs, false))
 	if err != nil {
@@ -95,7 +93,7 @@ func openImmutable(ctx context.Context, path string) (*SQLiteSource, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	if exists(path + "-wal") {
-		return nil, errCantOpenImmutable
+		return nil, errWALAppeared
 	}
 	db, err := sql.Open("sqlite", sqliteDSN(path, true))
 	if err != nil {
@@ -110,10 +108,8 @@ func openImmutable(ctx context.Context, path string) (*SQLiteSource, error) {
 	return s, nil
 }
 
-// errCantOpenImmutable: a -wal file is beside the store after all.
-var errCantOpenImmutable = errors.New("a -wal file appeared beside the store")
-
-func isCantOpen(err error) bool { return errors.Is(err, errCantOpenImmutable) }
+// errWALAppeared: a -wal file is beside the store after all.
+var errWALAppeared = errors.New("a -wal file appeared beside the store")
 
 // Verify reports whether a snapshot of s can still be trusted after the
 // reading: always, except for a store read immutable (without SQLite's
@@ -179,21 +175,6 @@ func (a *fileStamp) diff(b *fileStamp) string {
 	}
 }
 
-// walHeader reports whether the SQLite file at path is in WAL mode (its
-// header's read and write versions are 2).
-func walHeader(path string) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, fmt.Errorf("store %s: %w", path, err)
-	}
-	defer f.Close()
-	var v [2]byte
-	if _, err := f.ReadAt(v[:], 18); err != nil {
-		return false, fmt.Errorf("store %s: read its header: %w", path, err)
-	}
-	return v[0] == 2 && v[1] == 2, nil
-}
-
 // exists reports whether something is at path; when that cannot be
 // told, it says yes (the store is then read as usual).
 func exists(path string) bool {
@@ -221,30 +202,33 @@ func (s *SQLiteSource) probe(ctx context.Context) error {
 	return s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
 }
 
-func checkSQLiteFile(path string) error {
+// checkSQLiteFile checks that path is a SQLite file, and reports whether
+// it is in WAL mode (its header's read and write versions are 2).
+func checkSQLiteFile(path string) (wal bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("store %s: no such file (give --source the path of Kandev's kandev.db, usually ~/.kandev/data/kandev.db)", path)
+			return false, fmt.Errorf("store %s: no such file (give --source the path of Kandev's kandev.db, usually ~/.kandev/data/kandev.db)", path)
 		}
-		return fmt.Errorf("store %s: %w", path, err)
+		return false, fmt.Errorf("store %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("store %s: %w", path, err)
+		return false, fmt.Errorf("store %s: %w", path, err)
 	}
 	if st.IsDir() {
-		return fmt.Errorf("store %s: is a directory, not a SQLite file", path)
+		return false, fmt.Errorf("store %s: is a directory, not a SQLite file", path)
 	}
 	if st.Size() == 0 {
-		return fmt.Errorf("store %s: file is empty, not a Kandev SQLite store", path)
+		return false, fmt.Errorf("store %s: file is empty, not a Kandev SQLite store", path)
 	}
-	head := make([]byte, len(sqliteHeader))
-	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
-		return fmt.Errorf("store %s: not a SQLite database (bad header)", path)
+	var head [20]byte
+	n, err := io.ReadAtLeast(f, head[:], len(sqliteHeader))
+	if err != nil || !bytes.Equal(head[:len(sqliteHeader)], sqliteHeader) {
+		return false, fmt.Errorf("store %s: not a SQLite database (bad header)", path)
 	}
-	return nil
+	return n == len(head) && head[18] == 2 && head[19] == 2, nil
 }
 
 func (s *SQLiteSource) Dialect() models.Dialect { return models.DialectSQLite }

@@ -156,8 +156,6 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	return res, nil
 }
 
-// extractOne runs one installation and records its manifest, committed or
-// failed.
 // viewsHow says, in the rebuild's log line, whether the update kept the
 // views and their comments or created them anew.
 func viewsHow(kept bool) string {
@@ -167,6 +165,8 @@ func viewsHow(kept bool) string {
 	return "created"
 }
 
+// extractOne runs one installation and records its manifest, committed or
+// failed.
 func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Installation, opts Options, log *slog.Logger) Outcome {
 	started := opts.Now()
 	out := Outcome{Installation: in.Name, RunID: runID}

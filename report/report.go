@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kandev/kandev-extract/models"
 )
 
 // Chart is one figure of the report.
@@ -185,7 +187,7 @@ func Render(w io.Writer, d *Data) error {
 // writerQuiet reports whether a healthy writer's newest subagent row is
 // older than WriterStaleAfter at now.
 func writerQuiet(w *WriterState, now time.Time) bool {
-	return w != nil && w.Status == "healthy" && w.LastObserved != nil && now.Sub(*w.LastObserved) > WriterStaleAfter
+	return w != nil && w.Status == string(models.HealthHealthy) && w.LastObserved != nil && now.Sub(*w.LastObserved) > WriterStaleAfter
 }
 
 func hours(h float64) string {

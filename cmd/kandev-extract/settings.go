@@ -83,7 +83,7 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 		name string
 		d    time.Duration
 	}{{"connect-timeout", s.connectTimeout}, {"stall-timeout", s.stallTimeout}} {
-		if cmd.Flags().Lookup(f.name) != nil && cmd.Flags().Changed(f.name) && f.d < config.MinTimeout {
+		if cmd.Flags().Changed(f.name) && f.d < config.MinTimeout {
 			return cfg, nil, "", &exitError{code: exitUsage, err: fmt.Errorf("--%s %s: must be at least %s (it bounds a wait; it cannot be turned off)", f.name, f.d, config.MinTimeout)}
 		}
 	}
