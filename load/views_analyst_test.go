@@ -160,18 +160,23 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[int(lo)] + (sorted[int(hi)]-sorted[int(lo)])*(pos-lo)
 }
 
-// TestFanoutByStep: on fresh-activated every turn is complete, so the exact
-// averages per step equal the plain per-turn counts on the source.
+// TestFanoutByStep: on fresh-activated every turn is complete but one
+// whose tool call has live rows of two executions (a collision: a lower
+// bound), so the exact averages per step equal the plain per-turn counts
+// on the source over the other turns.
 func TestFanoutByStep(t *testing.T) {
 	t.Parallel()
 	db := duck(t, sharedWarehouse(t))
 	src := sourceDB(t, fixture(t, "fresh-activated.db"))
-	want := rowsOf(t, src, `SELECT coalesce(step, 'NULL'), count(DISTINCT task_id), count(*), sum(n), printf('%.6f', avg(n)), max(n), sum(n >= 2)
+	want := rowsOf(t, src, `SELECT coalesce(step, 'NULL'), count(DISTINCT task_id), count(*), sum(n), count(*) FILTER (WHERE NOT coll),
+			printf('%.6f', avg(n) FILTER (WHERE NOT coll)), max(n) FILTER (WHERE NOT coll), sum(n >= 2 AND NOT coll)
 		FROM (SELECT t.task_id, nullif(CASE WHEN json_valid(t.metadata) THEN json_extract(t.metadata, '$.workflow_step_id_at_start') END, '') AS step,
-			(SELECT count(*) FROM task_session_subagents s WHERE s.turn_id = t.id) AS n FROM task_session_turns t)
+			(SELECT count(*) FROM task_session_subagents s WHERE s.turn_id = t.id) AS n,
+			EXISTS (SELECT 1 FROM task_session_subagents s WHERE s.turn_id = t.id AND s.source = 'live' GROUP BY s.tool_call_id HAVING count(*) > 1) AS coll
+			FROM task_session_turns t)
 		GROUP BY step`)
-	got := rowsOf(t, db, `SELECT coalesce(workflow_step_id, 'NULL'), cards, turns, subagents_observed, printf('%.6f', avg_fanout_complete), max_fanout_complete, turns_fanned_out_complete
-		FROM fanout_by_step WHERE installation_id = 'fresh' AND turns_complete = turns`)
+	got := rowsOf(t, db, `SELECT coalesce(workflow_step_id, 'NULL'), cards, turns, subagents_observed, turns_complete, printf('%.6f', avg_fanout_complete), max_fanout_complete, turns_fanned_out_complete
+		FROM fanout_by_step WHERE installation_id = 'fresh'`)
 	equalSets(t, "fresh fan-out by step", got, want)
 	if len(want) < 3 {
 		t.Errorf("only %d steps in the fixture", len(want))
@@ -207,14 +212,23 @@ func TestFanoutDistributionBySource(t *testing.T) {
 				sum(subagents_observed_live), sum(subagents_observed_backfill)
 			FROM fanout_by_turn GROUP BY ALL`))
 	if got := one(t, db, `SELECT sum(turns) || '|' || sum(turns_backfill_only) || '|' || sum(subagents_backfill) FROM fanout_distribution_by_source
-			WHERE installation_id = 'up' AND fanout_completeness = 'lower_bound'`); got != "17|15|29" {
-		// 15 turns of backfilled history before capture_since, and 2 live
-		// turns after it that writer health's shortfall downgrades.
-		t.Errorf("up lower-bound turns|backfill-only|backfill rows = %s, want 17|15|29", got)
+			WHERE installation_id = 'up' AND fanout_completeness = 'lower_bound'`); got != "18|15|29" {
+		// 15 turns of backfilled history before capture_since, 2 live turns
+		// after it that writer health's shortfall downgrades, and 1 whose
+		// tool call has live rows of two executions (a collision).
+		t.Errorf("up lower-bound turns|backfill-only|backfill rows = %s, want 18|15|29", got)
 	}
+	// The spec's reference population (1→65, 2→12, 3→42, 4→5, 5→2, 8→1)
+	// but for one of its "2" turns: two live rows of one tool call, of two
+	// executions, with identical usage — one invocation recorded twice,
+	// which a row count cannot tell from two, so it is a lower bound.
 	if got := one(t, db, `SELECT string_agg(subagents_observed || ':' || turns, ',' ORDER BY subagents_observed) FROM fanout_distribution_by_source
-			WHERE installation_id = 'fresh' AND fanout_completeness = 'complete'`); got != "0:43,1:65,2:12,3:42,4:5,5:2,8:1" {
-		t.Errorf("fresh exact distribution = %s (the spec's reference population)", got)
+			WHERE installation_id = 'fresh' AND fanout_completeness = 'complete'`); got != "0:43,1:65,2:11,3:42,4:5,5:2,8:1" {
+		t.Errorf("fresh exact distribution = %s (the spec's reference population, less the collided turn)", got)
+	}
+	if got := one(t, db, `SELECT string_agg(subagents_observed || ':' || turns, ',') FROM fanout_distribution_by_source
+			WHERE installation_id = 'fresh' AND fanout_completeness = 'lower_bound'`); got != "2:1" {
+		t.Errorf("fresh lower-bound distribution = %s, want the collided turn (2:1)", got)
 	}
 }
 

@@ -74,7 +74,9 @@ func TestEmptyBackfillThroughMeansMatchedNothing(t *testing.T) {
 	wh, _ := extractTo(t, fixture(t, "fresh-activated.db"), "fresh")
 	db := duck(t, wh)
 	got := rowsOf(t, db, `SELECT rule FROM disclosures`)
-	want := []string{"backfill_matched_nothing", "capture_boundary", "execution_ids_trusted", "unmeasured_usage", "unrecorded_execution", "writer_health"}
+	// tool_call_collisions: one turn's tool call has live rows of two
+	// executions (TestCollisionIsALowerBound).
+	want := []string{"backfill_matched_nothing", "capture_boundary", "execution_ids_trusted", "tool_call_collisions", "unmeasured_usage", "unrecorded_execution", "writer_health"}
 	equalSets(t, "rules", got, want)
 	if got := one(t, db, `SELECT activation_state || '|' || backfill_through_state || '|' || (backfill_through IS NULL) FROM installations`); got != "activated|none_matched|true" {
 		t.Errorf("installation = %s", got)
@@ -112,9 +114,10 @@ func TestPartialKeyPair(t *testing.T) {
 	if got := one(t, db, `SELECT count(*) FROM disclosures WHERE rule = 'partial_key_pair'`); got != "1" {
 		t.Error("partial_key_pair disclosure missing")
 	}
-	// capture_since still bounds completeness.
-	if got := one(t, db, `SELECT count(*) FROM fanout_by_turn WHERE fanout_completeness = 'complete'`); got != "170" {
-		t.Errorf("complete turns = %s, want 170", got)
+	// capture_since still bounds completeness (169 of 170 turns: the other
+	// has two live rows of one tool call, a collision, and is a lower bound).
+	if got := one(t, db, `SELECT count(*) FROM fanout_by_turn WHERE fanout_completeness = 'complete'`); got != "169" {
+		t.Errorf("complete turns = %s, want 169", got)
 	}
 }
 
@@ -396,4 +399,34 @@ func hashFile(t *testing.T, p string) string {
 	h := sha256.New()
 	io.Copy(h, f)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestCollisionIsALowerBound: a turn whose tool call has live rows of two
+// executions (AC-32; the real fixture has one) is a lower bound, never an
+// exact count of its rows, and so is its session; the disclosure counts
+// both, as the source's rows say.
+func TestCollisionIsALowerBound(t *testing.T) {
+	t.Parallel()
+	path := fixture(t, "fresh-activated.db")
+	wh, _ := extractTo(t, path, "collision")
+	db := duck(t, wh)
+	src := sourceDB(t, path)
+	collided := func(key string) string {
+		return one(t, src, `SELECT count(DISTINCT `+key+`) FROM (SELECT `+key+` FROM task_session_subagents WHERE source = 'live' AND `+key+` IS NOT NULL
+			GROUP BY `+key+`, tool_call_id HAVING count(*) > 1)`)
+	}
+	turns, sessions := collided("turn_id"), collided("task_session_id")
+	if turns != "1" || sessions != "1" {
+		t.Fatalf("the fixture has %s turns and %s sessions with a collision, want 1 and 1", turns, sessions)
+	}
+	if got := one(t, db, `SELECT subagents_observed || '|' || distinct_tool_calls || '|' || coalesce(fanout::VARCHAR, 'NULL') || '|' || fanout_completeness || '|' || fanout_lower_bound
+		FROM fanout_by_turn WHERE subagents_observed - live_backfill_overlap > distinct_tool_calls`); got != "2|1|NULL|lower_bound|1" {
+		t.Errorf("the collided turn = %s, want 2|1|NULL|lower_bound|1", got)
+	}
+	if got := one(t, db, `SELECT count(*) FROM fanout_by_session WHERE subagents_observed - live_backfill_overlap > distinct_tool_calls AND fanout IS NULL AND fanout_completeness = 'lower_bound'`); got != "1" {
+		t.Errorf("%s collided sessions are lower bounds, want 1", got)
+	}
+	if got := one(t, db, `SELECT count || '|' || (text LIKE '1 turns (1 sessions) have rows of two executions for one tool call%') FROM disclosures WHERE rule = 'tool_call_collisions'`); got != "1|true" {
+		t.Errorf("tool_call_collisions disclosure = %s", got)
+	}
 }

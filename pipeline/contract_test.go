@@ -62,6 +62,13 @@ func expectedFanout(t *testing.T, src *sql.DB, table, key string, feature bool) 
 			(SELECT count(*) FROM task_session_subagents s WHERE s.` + key + ` = t.id AND s.source = 'live') AS l,
 			(SELECT count(*) FROM task_session_subagents s WHERE s.` + key + ` = t.id AND s.source = 'backfill') AS b`
 	}
+	// A collision: one tool call with live rows of two executions (AC-32);
+	// the group's count is then a lower bound, not exact.
+	coll := `0 AS coll`
+	if feature {
+		coll = `(SELECT count(*) FROM (SELECT 1 FROM task_session_subagents s WHERE s.` + key + ` = t.id AND s.source = 'live'
+			GROUP BY s.tool_call_id HAVING count(*) > 1)) AS coll`
+	}
 	msgKey := key
 	tc := `json_extract(m.metadata, '$.tool_call_id')`
 	isTask := `json_valid(m.metadata) AND json_extract(m.metadata, '$.normalized.kind') = 'subagent_task' AND coalesce(` + tc + `, '') <> ''`
@@ -77,8 +84,8 @@ func expectedFanout(t *testing.T, src *sql.DB, table, key string, feature bool) 
 	return rowsOf(t, src, `SELECT id, n, l, b,
 			CASE WHEN complete THEN n END,
 			CASE WHEN complete THEN 'complete' WHEN n > 0 OR msgs > 0 THEN 'lower_bound' ELSE 'unknown' END
-		FROM (SELECT id, n, l, b, msgs, (`+fmt.Sprint(feature)+` AND `+keyC+` IS NOT NULL AND `+normCol("started_at")+` >= `+normKey(keyC)+` AND short = 0) AS complete
-			FROM (SELECT t.id AS id, t.started_at AS started_at, `+counts+`, `+msgs+`, `+short+` FROM `+table+` t))`)
+		FROM (SELECT id, n, l, b, msgs, (`+fmt.Sprint(feature)+` AND `+keyC+` IS NOT NULL AND `+normCol("started_at")+` >= `+normKey(keyC)+` AND short = 0 AND coll = 0) AS complete
+			FROM (SELECT t.id AS id, t.started_at AS started_at, `+counts+`, `+msgs+`, `+short+`, `+coll+` FROM `+table+` t))`)
 }
 
 type fixtureWant struct {

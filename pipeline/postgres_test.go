@@ -109,12 +109,16 @@ func TestPostgresFixtures(t *testing.T) {
 					// Complete only when started at or after C with no
 					// subagent-task message since C lacking its row (the
 					// shortfall); a lower bound where rows or messages exist.
-					pgRows(t, dsn, `SELECT id, n, l, b, CASE WHEN started_at >= $1::timestamp AND short = 0 THEN n END,
-						CASE WHEN started_at >= $1::timestamp AND short = 0 THEN 'complete' WHEN n > 0 OR msgs > 0 THEN 'lower_bound' ELSE 'unknown' END
+					// A tool call with live rows of two executions (a
+					// collision) makes it a lower bound too.
+					pgRows(t, dsn, `SELECT id, n, l, b, CASE WHEN started_at >= $1::timestamp AND short = 0 AND coll = 0 THEN n END,
+						CASE WHEN started_at >= $1::timestamp AND short = 0 AND coll = 0 THEN 'complete' WHEN n > 0 OR msgs > 0 THEN 'lower_bound' ELSE 'unknown' END
 						FROM (SELECT t.id, t.started_at,
 							(SELECT count(*) FROM task_session_subagents s WHERE s.`+d.key+` = t.id) AS n,
 							(SELECT count(*) FROM task_session_subagents s WHERE s.`+d.key+` = t.id AND s.source = 'live') AS l,
 							(SELECT count(*) FROM task_session_subagents s WHERE s.`+d.key+` = t.id AND s.source = 'backfill') AS b,
+							(SELECT count(*) FROM (SELECT 1 FROM task_session_subagents s WHERE s.`+d.key+` = t.id AND s.source = 'live'
+								GROUP BY s.tool_call_id HAVING count(*) > 1) c) AS coll,
 							(SELECT count(DISTINCT m.metadata::jsonb ->> 'tool_call_id') FROM task_session_messages m WHERE m.`+d.key+` = t.id
 								AND m.metadata LIKE '%subagent_task%' AND m.metadata::jsonb #>> '{normalized,kind}' = 'subagent_task'
 								AND coalesce(m.metadata::jsonb ->> 'tool_call_id', '') <> '') AS msgs,

@@ -187,6 +187,8 @@ func TestFanoutCompleteness(t *testing.T) {
 		{"after C, zero is a true zero", activated, "2026-08-05 10:00:00.5+00:00", true, FanoutInput{}, models.FanoutComplete, 0, true, 0, false},
 		{"after C, three", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 3}, models.FanoutComplete, 3, true, 3, false},
 		{"a backfill row duplicating a live one counts once", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 2, Overlap: 1}, models.FanoutComplete, 2, true, 2, false},
+		{"a cross-execution collision is a lower bound", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 2, Messages: msgs(2, 2, 0)}, models.FanoutLowerBound, 0, false, 2, false},
+		{"a collision beside a live/backfill duplicate", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 1, Overlap: 1}, models.FanoutLowerBound, 0, false, 1, false},
 		{"a writer shortfall downgrades", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1, Messages: msgs(2, 2, 1)}, models.FanoutLowerBound, 0, false, 2, false},
 		{"an unplaced row of the session downgrades", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1, Unattributed: 1}, models.FanoutLowerBound, 0, false, 1, false},
 		{"an unplaced row, no evidence here: unknown", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Unattributed: 1}, models.FanoutUnknown, 0, false, 0, false},

@@ -132,7 +132,7 @@ func Disclose(f Facts) []Disclosure {
 	if st.Shape == models.ShapeExecutionAware && st.ExecutionSince.State != models.KeyPresent {
 		add("execution_ids_trusted", "info", time.Time{}, sa.Identity[models.ExecRecorded], true,
 			"subagent_context_execution_since is absent, as Kandev ships it (its table is created execution-aware from the start). "+
-				"The %d recorded execution ids are trusted as real because the observed table shape is execution_aware (agent_execution_id in a three-column unique key); "+
+				"The execution ids of %d rows are trusted as real because the observed table shape is execution_aware (agent_execution_id in a three-column unique key); "+
 				"a reader applying AC-24b literally, which trusts ids only after execution_since, would discard them.",
 			sa.Identity[models.ExecRecorded])
 	}
@@ -168,6 +168,11 @@ func (f Facts) provenRules() []Disclosure {
 		out = append(out, Disclosure{Rule: "live_backfill_overlap", Severity: "warning", Count: tu.Overlap, HasCount: true,
 			Text: fmt.Sprintf("%d turns (%d sessions) have a live row and a backfill row for the same tool call (AC-22's DO NOTHING cannot catch a live row with a real execution id): "+
 				"subagents_observed counts rows, distinct_tool_calls counts tool calls, live_backfill_overlap the tool calls with both, and an exact fanout counts each such tool call once.", tu.Overlap, se.Overlap)})
+	}
+	if tu.Collisions+se.Collisions > 0 {
+		out = append(out, Disclosure{Rule: "tool_call_collisions", Severity: "warning", Count: tu.Collisions, HasCount: true,
+			Text: fmt.Sprintf("%d turns (%d sessions) have rows of two executions for one tool call (a cross-execution collision, AC-32): one invocation seen twice, or two sharing an id, and the rows cannot say which. "+
+				"Their fan-out is lower_bound, never complete: fanout_lower_bound counts the distinct tool calls, subagents_observed the rows (writer_health counts the collisions).", tu.Collisions, se.Collisions)})
 	}
 	if tu.Ambiguous+se.Ambiguous > 0 {
 		out = append(out, Disclosure{Rule: "capture_boundary_ambiguous_activity", Severity: "info", Count: tu.Ambiguous, HasCount: true,
