@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -164,5 +165,19 @@ func TestCatalogIsConsistent(t *testing.T) {
 	}
 	if got := len(Scanned()); got != 6 {
 		t.Errorf("%d scanned tables, want 6", got)
+	}
+}
+
+// TestDataDictionaryNamesTheDocumentVersion: the provenance table of
+// docs/warehouse.md names the version the extractor writes (a reader that
+// checked for the documented one would refuse every file).
+func TestDataDictionaryNamesTheDocumentVersion(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "warehouse.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "`" + ProvenanceFormat + "`, document version " + strconv.Itoa(DocumentVersion) + " "
+	if !strings.Contains(string(b), want) {
+		t.Errorf("docs/warehouse.md does not say %q", want)
 	}
 }
