@@ -37,6 +37,8 @@ execution_identity_by_session, contexts_by_step, runs.
 The SQL is the argument; or the file --file names; or standard input, with
 the argument "-", or with no argument when standard input is not a terminal
 (kandev-extract query < q.sql). No SQL at all is a usage error (exit 2).
+Several statements separated by ";" all run, but only the last one's
+result is printed: give one query per invocation.
 
 The query is read-only, and by default it can reach no file but the
 warehouse database: the database is attached read-only, DuckDB's external
