@@ -74,9 +74,9 @@ func TestEmptyBackfillThroughMeansMatchedNothing(t *testing.T) {
 	wh, _ := extractTo(t, fixture(t, "fresh-activated.db"), "fresh")
 	db := duck(t, wh)
 	got := rowsOf(t, db, `SELECT rule FROM disclosures`)
-	// tool_call_collisions: one turn's tool call has live rows of two
+	// rows_beyond_tool_calls: one turn's tool call has live rows of two
 	// executions (TestCollisionIsALowerBound).
-	want := []string{"backfill_matched_nothing", "capture_boundary", "execution_ids_trusted", "tool_call_collisions", "unmeasured_usage", "unrecorded_execution", "writer_health"}
+	want := []string{"backfill_matched_nothing", "capture_boundary", "execution_ids_trusted", "rows_beyond_tool_calls", "unmeasured_usage", "unrecorded_execution", "writer_health"}
 	equalSets(t, "rules", got, want)
 	if got := one(t, db, `SELECT activation_state || '|' || backfill_through_state || '|' || (backfill_through IS NULL) FROM installations`); got != "activated|none_matched|true" {
 		t.Errorf("installation = %s", got)
@@ -426,7 +426,31 @@ func TestCollisionIsALowerBound(t *testing.T) {
 	if got := one(t, db, `SELECT count(*) FROM fanout_by_session WHERE subagents_observed - live_backfill_overlap > distinct_tool_calls AND fanout IS NULL AND fanout_completeness = 'lower_bound'`); got != "1" {
 		t.Errorf("%s collided sessions are lower bounds, want 1", got)
 	}
-	if got := one(t, db, `SELECT count || '|' || (text LIKE '1 turns (1 sessions) have rows of two executions for one tool call%') FROM disclosures WHERE rule = 'tool_call_collisions'`); got != "1|true" {
-		t.Errorf("tool_call_collisions disclosure = %s", got)
+	if got := one(t, db, `SELECT count || '|' || (text LIKE '1 turns (1 sessions) hold more subagent rows than distinct tool calls%') FROM disclosures WHERE rule = 'rows_beyond_tool_calls'`); got != "1|true" {
+		t.Errorf("rows_beyond_tool_calls disclosure = %s", got)
+	}
+}
+
+// TestRowWithoutToolCallIsALowerBound: a row whose tool_call_id is empty
+// (AC-2 writes none) cannot be told from the turn's other invocation, so
+// the complete turn it joins becomes a lower bound at its distinct tool
+// calls — and the disclosure names such rows, not only collisions.
+func TestRowWithoutToolCallIsALowerBound(t *testing.T) {
+	t.Parallel()
+	path := copyFixture(t, "fresh-activated.db")
+	turnOf := `(SELECT turn_id FROM task_session_subagents WHERE source = 'live' AND turn_id IS NOT NULL GROUP BY turn_id HAVING count(*) = 1 ORDER BY turn_id LIMIT 1)`
+	turn := one(t, sourceDB(t, path), `SELECT `+turnOf)
+	sqliteExec(t, path, `INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, source, observed_at, updated_at)
+		SELECT 'no-tool-call', task_session_id, task_id, turn_id, '', 'exec-no-tool-call', 'live', observed_at, updated_at
+		FROM task_session_subagents WHERE turn_id = '`+turn+`'`)
+	wh, _ := extractTo(t, path, "no-tool-call")
+	db := duck(t, wh)
+	if got := one(t, db, `SELECT subagents_observed || '|' || distinct_tool_calls || '|' || coalesce(fanout::VARCHAR, 'NULL') || '|' || fanout_completeness || '|' || fanout_lower_bound
+		FROM fanout_by_turn WHERE turn_id = '`+turn+`'`); got != "2|1|NULL|lower_bound|1" {
+		t.Errorf("the turn with a row without a tool call = %s, want 2|1|NULL|lower_bound|1", got)
+	}
+	// The fixture's collided turn, and this one.
+	if got := one(t, db, `SELECT count || '|' || (text LIKE '%a row whose tool_call_id is empty or unreadable%') FROM disclosures WHERE rule = 'rows_beyond_tool_calls'`); got != "2|true" {
+		t.Errorf("rows_beyond_tool_calls disclosure = %s", got)
 	}
 }

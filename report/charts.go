@@ -16,11 +16,11 @@ import (
 var (
 	boundaryRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "capture_boundary",
 		"second_precision_boundary", "capture_boundary_ambiguous_activity", "partial_key_pair", "backfill_provenance",
-		"live_backfill_overlap", "tool_call_collisions", "writer_shortfall_turns", "messages_lower_bound", "unattributed_rows", "deletions", "stale_data"}
+		"live_backfill_overlap", "rows_beyond_tool_calls", "writer_shortfall_turns", "messages_lower_bound", "unattributed_rows", "deletions", "stale_data"}
 	cardRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "capture_boundary", "second_precision_boundary",
-		"capture_boundary_ambiguous_activity", "backfill_provenance", "tool_call_collisions", "writer_shortfall_turns", "messages_lower_bound", "unattributed_rows", "deletions", "stale_data"}
+		"capture_boundary_ambiguous_activity", "backfill_provenance", "rows_beyond_tool_calls", "writer_shortfall_turns", "messages_lower_bound", "unattributed_rows", "deletions", "stale_data"}
 	usageRules  = []string{"feature_absent", "unmeasured_usage", "backfill_provenance", "live_backfill_overlap", "rejects", "deletions", "stale_data"}
-	healthRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "writer_health", "writer_shortfall_turns", "tool_call_collisions", "activation_key_changed", "stale_data"}
+	healthRules = []string{"feature_absent", "no_capture_boundary", "key_unparseable", "writer_health", "writer_shortfall_turns", "rows_beyond_tool_calls", "activation_key_changed", "stale_data"}
 )
 
 // fanoutCap is the last k with a slot of its own; larger fan-outs share a
@@ -85,12 +85,12 @@ func fanoutChart(in *Installation, id string, missing bool) Chart {
 	fmt.Fprintf(&d, " Unknown fan-out (not zero): %d turns.", nUnknown)
 	var caption string
 	if nExact > 0 {
-		caption = fmt.Sprintf("Top: the exact distribution, over the %s complete turns only (proven complete: started at or after capture_since, no writer shortfall, no tool call recorded by two executions); every k from 0 to the largest has its slot, and an empty slot is a true zero. ", inum(nExact))
+		caption = fmt.Sprintf("Top: the exact distribution, over the %s complete turns only (proven complete: started at or after capture_since, no writer shortfall, no more rows than tool calls); every k from 0 to the largest has its slot, and an empty slot is a true zero. ", inum(nExact))
 	} else {
 		caption = "Top: no turn is proven complete, so there is no exact distribution — not a distribution of zeros. "
 	}
 	if nLower > 0 {
-		caption += fmt.Sprintf("Bottom: the %s lower-bound turns (subagents known from rows or messages, but completeness not proven: started before capture_since, or with a writer shortfall or a tool call recorded by two executions), each at its lower bound k — the least it had: it may belong at that k or further right, so these are never added to the exact columns. ", inum(nLower))
+		caption += fmt.Sprintf("Bottom: the %s lower-bound turns (subagents known from rows or messages, but completeness not proven: started before capture_since, or with a writer shortfall or more rows than tool calls), each at its lower bound k — the least it had: it may belong at that k or further right, so these are never added to the exact columns. ", inum(nLower))
 	} else {
 		caption += "Bottom: no lower-bound turn. "
 	}

@@ -202,8 +202,9 @@ type FanoutResult struct {
 // (writer shortfall), and (turns) no row of its session is unplaced. Rows
 // before capture_since and messages are evidence: with any, the count is a
 // lower bound; with none, unknown — never zero. The exact fan-out counts a
-// backfill row that duplicates a live row's tool call once; a tool call
-// with rows of two executions (a collision) makes the count a lower bound.
+// backfill row that duplicates a live row's tool call once; more rows than
+// that leaves tool calls (a collision, a row without a tool call) make the
+// count a lower bound.
 func (c Classifier) Fanout(in FanoutInput) FanoutResult {
 	r := FanoutResult{LowerBound: max(in.Messages.LowerBound, in.Distinct)}
 	capture := c.State.CaptureSince
@@ -211,12 +212,13 @@ func (c Classifier) Fanout(in FanoutInput) FanoutResult {
 	r.Ambiguous = capture.Valid() && in.StartedOK && capture.Precision == models.PrecisionSecond &&
 		!in.Started.Before(capture.At) && in.Started.Before(capture.At.Add(time.Second))
 	// More rows than tool calls, beyond what a backfill row duplicating a
-	// live one explains, is a cross-execution collision (AC-32): the rows
-	// of one tool call may record one invocation or two, so no count of
-	// them is proven exact.
-	collision := in.Rows-in.Overlap > in.Distinct
+	// live one explains: a tool call with rows of two executions (AC-32:
+	// one invocation seen twice, or two sharing an id) or a row without a
+	// usable tool_call_id (AC-2 writes none). Such rows cannot say how many
+	// invocations they are, so no count of them is proven exact.
+	beyond := in.Rows-in.Overlap > in.Distinct
 	proven := c.State.Shape != models.ShapeAbsent && capture.Valid() && in.StartedOK && !in.Started.Before(capture.At) &&
-		!r.Ambiguous && in.Messages.Shortfall == 0 && in.Unattributed == 0 && !collision
+		!r.Ambiguous && in.Messages.Shortfall == 0 && in.Unattributed == 0 && !beyond
 	switch {
 	case proven:
 		r.Completeness, r.Fanout, r.Exact = models.FanoutComplete, in.Rows-in.Overlap, true

@@ -169,10 +169,11 @@ func (f Facts) provenRules() []Disclosure {
 			Text: fmt.Sprintf("%d turns (%d sessions) have a live row and a backfill row for the same tool call (AC-22's DO NOTHING cannot catch a live row with a real execution id): "+
 				"subagents_observed counts rows, distinct_tool_calls counts tool calls, live_backfill_overlap the tool calls with both, and an exact fanout counts each such tool call once.", tu.Overlap, se.Overlap)})
 	}
-	if tu.Collisions+se.Collisions > 0 {
-		out = append(out, Disclosure{Rule: "tool_call_collisions", Severity: "warning", Count: tu.Collisions, HasCount: true,
-			Text: fmt.Sprintf("%d turns (%d sessions) have rows of two executions for one tool call (a cross-execution collision, AC-32): one invocation seen twice, or two sharing an id, and the rows cannot say which. "+
-				"Their fan-out is lower_bound, never complete: fanout_lower_bound counts the distinct tool calls, subagents_observed the rows (writer_health counts the collisions).", tu.Collisions, se.Collisions)})
+	if tu.RowsBeyond+se.RowsBeyond > 0 {
+		out = append(out, Disclosure{Rule: "rows_beyond_tool_calls", Severity: "warning", Count: tu.RowsBeyond, HasCount: true,
+			Text: fmt.Sprintf("%d turns (%d sessions) hold more subagent rows than distinct tool calls, beyond a backfill row duplicating a live one: "+
+				"a tool call with rows of two executions (a cross-execution collision, AC-32: one invocation seen twice, or two sharing an id) or a row whose tool_call_id is empty or unreadable (AC-2 writes none). "+
+				"The rows cannot say how many invocations they are, so the fan-out is lower_bound, never complete: fanout_lower_bound counts the distinct tool calls, subagents_observed the rows.", tu.RowsBeyond, se.RowsBeyond)})
 	}
 	if tu.Ambiguous+se.Ambiguous > 0 {
 		out = append(out, Disclosure{Rule: "capture_boundary_ambiguous_activity", Severity: "info", Count: tu.Ambiguous, HasCount: true,

@@ -594,10 +594,10 @@ type FanoutStats struct {
 	// Downgraded from complete: by the writer shortfall, by the ambiguous
 	// second, by unplaced rows of the session (turns). MessagesOnly have
 	// messages but no row (a lower bound from messages alone). Overlap
-	// have a backfill row duplicating a live row's tool call; Collisions
-	// rows of two executions for one tool call (a lower bound, whenever
-	// they started).
-	Shortfall, Ambiguous, Unplaceable, MessagesOnly, Overlap, Collisions int64
+	// have a backfill row duplicating a live row's tool call; RowsBeyond
+	// more rows than that leaves tool calls (Classifier.Fanout: a lower
+	// bound, whenever they started).
+	Shortfall, Ambiguous, Unplaceable, MessagesOnly, Overlap, RowsBeyond int64
 }
 
 // Sessions transforms task_sessions into dim_session.
@@ -732,7 +732,7 @@ func (c *Context) fanout(b *Builder, o *fanoutOut, st *FanoutStats, in FanoutInp
 		st.Overlap++
 	}
 	if in.Rows-in.Overlap > in.Distinct {
-		st.Collisions++
+		st.RowsBeyond++
 	}
 	return r.Completeness
 }
