@@ -2,6 +2,8 @@ package extract
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,6 +37,14 @@ import (
 //
 // capPlan.wrap turns the over-long cells into models.Truncated and drops
 // the extra column before the row reaches the caller.
+//
+// SQLite reports an over-long value inline instead (sqliteCapSpec): the
+// cell holds capMarker, the value's length in bytes and, when read, ':'
+// and its prefix. That is one octet_length per capped column and row
+// instead of two and the 21-way OR of the lengths column: on the 1 M-row
+// fact of the large bench store the scan's SQL took 3.0–3.8 s instead of
+// 4.1–5.1 s (a plain read of the same columns: 2.4–2.9 s). The marker is
+// random per process, so no stored value can pose as one.
 
 // capCol is one capped column of a scan.
 type capCol struct {
@@ -45,8 +55,11 @@ type capCol struct {
 
 // capPlan is how one scan's capped columns are read back.
 type capPlan struct {
-	width int // len(spec.Columns); the lengths column follows
+	width int // len(spec.Columns); the lengths column follows unless inline
 	cols  []capCol
+	// inline: over-long cells hold capMarker and their length (SQLite),
+	// and there is no lengths column.
+	inline bool
 }
 
 // capRender renders, for one dialect, the read of a capped column col (an
@@ -89,19 +102,46 @@ func capSpec(spec models.TableSpec, have map[string]bool, render capRender) (mod
 	return out, "CASE WHEN " + strings.Join(over, " OR ") + " THEN " + strings.Join(lens, " || ") + " END", plan
 }
 
-// sqliteCap reads a capped SQLite column: the value when it is within the
-// cap; a prefix read with substr when the value is at most bound bytes;
-// else NULL (the value is measured, never loaded).
-func sqliteCap(bound int) capRender {
-	return func(col string, c models.ColumnSpec) (string, string, bool) {
+// capMarker begins a SQLite cell that stands for an over-long value. It is
+// drawn at random once per process and only ever written into the query,
+// so a stored value cannot begin with it except by a 2^-128 chance.
+var capMarker = func() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("kandev-extract: no randomness for the cap marker: " + err.Error())
+	}
+	return "kx!cap:" + hex.EncodeToString(b[:]) + ":"
+}()
+
+// sqliteCapSpec returns a copy of spec in which each capped column the
+// table has is read, on SQLite, as the value when it is within the cap,
+// else as capMarker, the value's length in bytes and, when the value is at
+// most bound bytes, ':' and its first MaxBytes bytes (substr loads the
+// whole value, so a longer one is only measured). octet_length reads no
+// content: SQLite answers it from the record header.
+func sqliteCapSpec(spec models.TableSpec, have map[string]bool, bound int) (models.TableSpec, capPlan) {
+	plan := capPlan{width: len(spec.Columns), inline: true}
+	out := spec
+	out.Columns = append([]models.ColumnSpec(nil), spec.Columns...)
+	for i, c := range spec.Columns {
+		if c.MaxBytes <= 0 || c.Expr != "" || !have[c.Name] {
+			continue
+		}
+		col := quoteIdent(c.Name)
+		if spec.Alias != "" {
+			col = spec.Alias + "." + col
+		}
 		read := col
 		if c.Kind == models.KindStamp {
 			read = "CAST(" + col + " AS TEXT)"
 		}
 		length := "octet_length(" + col + ")"
-		return fmt.Sprintf("CASE WHEN %s <= %d THEN %s WHEN %s <= %d THEN substr(CAST(%s AS BLOB), 1, %d) END",
-			length, c.MaxBytes, read, length, bound, col, c.MaxBytes), length, true
+		measured := "'" + capMarker + "' || " + length
+		out.Columns[i].Expr = fmt.Sprintf("CASE WHEN %s > %d THEN CASE WHEN %s <= %d THEN %s || ':' || substr(CAST(%s AS BLOB), 1, %d) ELSE %s END ELSE %s END",
+			length, c.MaxBytes, length, bound, measured, col, c.MaxBytes, measured, read)
+		plan.cols = append(plan.cols, capCol{idx: i, max: c.MaxBytes, kind: c.Kind})
 	}
+	return out, plan
 }
 
 // pgColumnType is what capping needs to know of a PostgreSQL column type.
@@ -157,6 +197,23 @@ func (p capPlan) wrap(fn func(row []any) error) func(row []any) error {
 	if len(p.cols) == 0 {
 		return fn
 	}
+	if p.inline {
+		return func(row []any) error {
+			if len(row) != p.width {
+				return fmt.Errorf("capped scan: %d columns, want %d", len(row), p.width)
+			}
+			for _, c := range p.cols {
+				if s, ok := row[c.idx].(string); ok && strings.HasPrefix(s, capMarker) {
+					t, err := c.marked(s[len(capMarker):])
+					if err != nil {
+						return err
+					}
+					row[c.idx] = t
+				}
+			}
+			return fn(row)
+		}
+	}
 	return func(row []any) error {
 		if len(row) != p.width+1 {
 			return fmt.Errorf("capped scan: %d columns, want %d", len(row), p.width+1)
@@ -205,6 +262,21 @@ func (p capPlan) apply(row []any, lens any) error {
 		row[idx] = t
 	}
 	return nil
+}
+
+// marked reads an inline over-long cell after its marker: the length,
+// then ':' and the prefix when the value was read.
+func (c capCol) marked(s string) (models.Truncated, error) {
+	n, prefix, hasPrefix := strings.Cut(s, ":")
+	bytes, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || bytes <= int64(c.max) {
+		return models.Truncated{}, fmt.Errorf("capped scan: bad over-long cell in column %d", c.idx)
+	}
+	t := models.Truncated{Bytes: bytes, Cap: c.max, Kind: c.kind, HasPrefix: hasPrefix}
+	if hasPrefix {
+		t.Prefix = CutUTF8(prefix, c.max)
+	}
+	return t, nil
 }
 
 func (p capPlan) col(idx int) (capCol, bool) {

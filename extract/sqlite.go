@@ -435,9 +435,9 @@ func (s *sqliteSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn fun
 }
 
 // SQLiteScanSQL is the statement the SQLite reader runs for spec on a table
-// with the given columns; the benchmark floor runs exactly this SQL. When
-// spec caps columns, the statement has one more column than spec (see
-// capSpec).
+// with the given columns; the benchmark's spec floor runs exactly this SQL.
+// Capped columns are read through sqliteCapSpec: over-long values come back
+// as marked cells, so the statement has exactly spec's columns.
 func SQLiteScanSQL(spec models.TableSpec, cols []string) (string, error) {
 	q, _, err := sqliteScanSQL("", spec, cols)
 	return q, err
@@ -445,7 +445,7 @@ func SQLiteScanSQL(spec models.TableSpec, cols []string) (string, error) {
 
 func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string, capPlan, error) {
 	have := columnSet(cols)
-	capped, lengths, plan := capSpec(spec, have, sqliteCap(models.SQLitePrefixBytes))
+	capped, plan := sqliteCapSpec(spec, have, models.SQLitePrefixBytes)
 	list, err := selectList(source, capped, have, func(c string) string {
 		// Read the stored text itself: the driver would otherwise turn
 		// TIMESTAMP-declared columns into time.Time and lose the form.
@@ -453,9 +453,6 @@ func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string,
 	})
 	if err != nil {
 		return "", plan, err
-	}
-	if lengths != "" {
-		list += ", " + lengths
 	}
 	q := "SELECT " + list + fromClause(spec, have)
 	q = strings.ReplaceAll(q, models.SQLiteNoFlatten, "LIMIT -1 OFFSET 0")
