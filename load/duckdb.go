@@ -56,6 +56,11 @@ type Rebuilt struct {
 	Updated        bool
 	Added, Removed int
 	FullReason     string
+	// FromTemplate says a first build (FullReason "no warehouse.duckdb
+	// yet") started from the built-in empty warehouse (template.go)
+	// instead of from nothing: every retained run's rows inserted into it,
+	// its views and comments kept when ViewsKept.
+	FromTemplate bool
 	// ViewsKept says the update kept the previous build's views and
 	// comments, the same statements having created them (schemaKey); it
 	// set only the comments that state the current disclosures.
@@ -174,7 +179,7 @@ func (w *Warehouse) Rebuild(ctx context.Context, opts RebuildOptions) (Rebuilt, 
 	if out.FullReason, err = w.update(ctx, &out, opts.Full, work, tmp, rows, files, staleAfter, info); err != nil {
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
-	if !out.Updated {
+	if !out.Updated && !out.FromTemplate {
 		out.Analyst, out.layout, out.schema, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, rebuildMemoryLimit)
 	}
 	if isOutOfMemory(err) {

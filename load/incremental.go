@@ -249,8 +249,8 @@ type updated struct {
 // statements this one would (stamp.Schema): then only the comments that
 // state the disclosures are set again. A *notUpdatable error says why it
 // did not update; any error leaves the copy to be discarded.
-func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo) (u updated, err error) {
-	b, err := openBuild(ctx, path, DuckDBMemoryLimit)
+func updateInto(ctx context.Context, dir, path string, stamp databaseStamp, runs []runRow, problems []ManifestProblem, files map[string][]string, staleAfter time.Duration, info buildInfo, memoryLimit string) (u updated, err error) {
+	b, err := openBuild(ctx, path, memoryLimit)
 	if err != nil {
 		return u, err
 	}
@@ -501,7 +501,7 @@ func (w *Warehouse) update(ctx context.Context, out *Rebuilt, full bool, work, t
 		return "asked for (--full-rebuild)", nil
 	}
 	if _, err := os.Lstat(filepath.Join(w.Dir, DatabaseFile)); errors.Is(err, fs.ErrNotExist) {
-		return "no warehouse.duckdb yet", nil
+		return w.fromTemplate(ctx, out, work, tmp, runs, files, staleAfter, info)
 	}
 	stamp, ok := w.readStamp()
 	if !ok {
@@ -510,7 +510,7 @@ func (w *Warehouse) update(ctx context.Context, out *Rebuilt, full bool, work, t
 	reason, err := w.copyPrevious(ctx, tmp, stamp)
 	if err == nil && reason == "" {
 		var u updated
-		u, err = updateInto(ctx, w.Dir, tmp, stamp, runs, out.Problems, files, staleAfter, info)
+		u, err = updateInto(ctx, w.Dir, tmp, stamp, runs, out.Problems, files, staleAfter, info, DuckDBMemoryLimit)
 		if err == nil {
 			out.Updated, out.layout = true, stamp.Layout
 			out.Added, out.Removed, out.schema, out.ViewsKept = u.added, u.removed, u.schema, u.viewsKept
@@ -534,4 +534,35 @@ func (w *Warehouse) update(ctx context.Context, out *Rebuilt, full bool, work, t
 		}
 	}
 	return reason, nil
+}
+
+// fromTemplate makes tmp the first build: the built-in empty warehouse
+// (template.go) updated with every served run, when it can
+// (out.FromTemplate); otherwise it leaves no file at tmp, for a build from
+// nothing. Either way the database serves every retained run, as a full
+// build's does, and the reason returned says why it is one.
+func (w *Warehouse) fromTemplate(ctx context.Context, out *Rebuilt, work, tmp string, runs []runRow, files map[string][]string, staleAfter time.Duration, info buildInfo) (string, error) {
+	const reason = "no warehouse.duckdb yet"
+	stamp, err := writeTemplate(tmp)
+	if err == nil {
+		var u updated
+		u, err = updateInto(ctx, w.Dir, tmp, stamp, runs, out.Problems, files, staleAfter, info, rebuildMemoryLimit)
+		if err == nil {
+			out.FromTemplate, out.layout, out.schema, out.ViewsKept = true, stamp.Layout, u.schema, u.viewsKept
+			return reason, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	for _, f := range []string{DatabaseFile, DatabaseFile + ".wal"} {
+		if err := w.remove(filepath.Join(work, f)); err != nil {
+			return "", err
+		}
+	}
+	var nu *notUpdatable
+	if errors.As(err, &nu) {
+		return reason + " (built from nothing: the built-in empty warehouse could not start it, because " + nu.reason + ")", nil
+	}
+	return reason + " (built from nothing: the built-in empty warehouse failed: " + firstLine(err.Error()) + ")", nil
 }

@@ -704,3 +704,47 @@ func TestRebuildOutOfMemoryIsDoneAgain(t *testing.T) {
 		t.Errorf("the build directory remained: %v", fi.Name())
 	}
 }
+
+// A first build starts from the built-in empty warehouse and serves what a
+// build from nothing serves. A record whose schema key differs from this
+// binary's makes it create the views anew; one whose layout key differs
+// (another DuckDB library or storage option) makes it build from nothing,
+// and say why. (Not parallel: it changes the package's template record.)
+func TestFirstBuildStartsFromTheTemplate(t *testing.T) {
+	control := filepath.Join(t.TempDir(), "wh")
+	want := safetyRun(t, control, 0, "lab")
+	if r := want.Rebuild; !r.FromTemplate || !r.ViewsKept || r.FullReason != "no warehouse.duckdb yet" {
+		t.Fatalf("first build: %+v, want from the template with its views kept", r)
+	}
+	const q = `SELECT (SELECT count(*) FROM fact_subagent_context) || ' ' || (SELECT count(*) FROM dim_turn) || ' ' ||
+		(SELECT count(*) FROM disclosures) || ' ' || (SELECT count(*) FROM runs) || ' ' ||
+		(SELECT count(*) FROM duckdb_views() WHERE NOT internal) || ' ' ||
+		(SELECT count(*) FROM duckdb_columns() WHERE comment IS NOT NULL AND comment <> '') || ' ' ||
+		(SELECT comment FROM duckdb_views() WHERE view_name = 'fanout_by_turn')`
+	base := duckOne(t, control, q)
+	for _, tc := range []struct {
+		name, layout, schema string
+		template, viewsKept  bool
+		reason               string
+	}{
+		{name: "another schema key", schema: strings.Repeat("0", 64), template: true, reason: "no warehouse.duckdb yet"},
+		{name: "another layout key", layout: strings.Repeat("1", 64),
+			reason: "no warehouse.duckdb yet (built from nothing: the built-in empty warehouse could not start it, because the last build stored its tables another way"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restore := load.SetTemplateKeys(tc.layout, tc.schema)
+			defer restore()
+			wh := filepath.Join(t.TempDir(), "wh")
+			r := safetyRun(t, wh, 0, "lab").Rebuild
+			if r.FromTemplate != tc.template || r.ViewsKept != tc.viewsKept || !strings.HasPrefix(r.FullReason, tc.reason) {
+				t.Errorf("rebuild %+v, want template=%v views kept=%v, reason %q", r, tc.template, tc.viewsKept, tc.reason)
+			}
+			if got := duckOne(t, wh, q); got != base {
+				t.Errorf("served: %s\nfrom the template: %s", got, base)
+			}
+			if fi, err := os.Stat(filepath.Join(wh, "_build")); err == nil {
+				t.Errorf("the build directory remained: %v", fi.Name())
+			}
+		})
+	}
+}

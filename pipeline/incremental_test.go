@@ -42,9 +42,10 @@ func TestUpdateMatchesFullBuild(t *testing.T) {
 		before           func()
 		added, removed   int
 		updated          bool
+		template         bool // a first build, from the built-in empty warehouse
 		wantReasonSubstr string
 	}{
-		{ins: []Installation{a, b}, wantReasonSubstr: "no warehouse.duckdb yet"},
+		{ins: []Installation{a, b}, template: true, wantReasonSubstr: "no warehouse.duckdb yet"},
 		{ins: []Installation{a, b}, updated: true, added: 2, before: func() {
 			testkit.SQLiteExec(t, storeA, `DELETE FROM task_session_subagents WHERE rowid IN (SELECT rowid FROM task_session_subagents ORDER BY rowid LIMIT 3)`)
 		}},
@@ -59,16 +60,15 @@ func TestUpdateMatchesFullBuild(t *testing.T) {
 		}
 		res := run(s.ins...)
 		got := res.Rebuild
-		// Every update here follows a build by this binary: the views
-		// and comments are kept (and must still match a full build's).
-		if got.Updated != s.updated || got.Added != s.added || got.Removed != s.removed || got.ViewsKept != s.updated {
-			t.Fatalf("run %d: rebuild %+v, want updated=%v added=%d removed=%d views kept=%v", i+1, got, s.updated, s.added, s.removed, s.updated)
+		// Every update here follows a build by this binary, and the
+		// first build starts from the built-in template: the views and
+		// comments are kept (and must still match a full build's).
+		kept := s.updated || s.template
+		if got.Updated != s.updated || got.FromTemplate != s.template || got.Added != s.added || got.Removed != s.removed || got.ViewsKept != kept {
+			t.Fatalf("run %d: rebuild %+v, want updated=%v template=%v added=%d removed=%d views kept=%v", i+1, got, s.updated, s.template, s.added, s.removed, kept)
 		}
-		if !s.updated && !strings.Contains(got.FullReason, s.wantReasonSubstr) {
+		if !s.updated && got.FullReason != s.wantReasonSubstr {
 			t.Fatalf("run %d: full because %q, want %q", i+1, got.FullReason, s.wantReasonSubstr)
-		}
-		if !s.updated {
-			continue
 		}
 		sameAsFullBuild(t, wh)
 	}

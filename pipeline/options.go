@@ -180,6 +180,9 @@ type RebuildSummary struct {
 	Updated        bool
 	Added, Removed int
 	FullReason     string
+	// FromTemplate: a first build started from the built-in empty
+	// warehouse (its views and comments kept when ViewsKept).
+	FromTemplate bool
 	// ViewsKept: the update kept the previous build's views and comments.
 	ViewsKept bool
 }

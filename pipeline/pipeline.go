@@ -123,7 +123,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return res, fmt.Errorf("rebuild warehouse.duckdb: %w", err)
 	}
 	res.Pending = built.Pending
-	res.Rebuild = RebuildSummary{Updated: built.Updated, Added: built.Added, Removed: built.Removed, FullReason: built.FullReason, ViewsKept: built.ViewsKept}
+	res.Rebuild = RebuildSummary{Updated: built.Updated, Added: built.Added, Removed: built.Removed, FullReason: built.FullReason,
+		FromTemplate: built.FromTemplate, ViewsKept: built.ViewsKept}
 	if built.StampError != "" {
 		opts.Logger.Warn("the record of warehouse.duckdb could not be written; the next run builds it in full", "err", built.StampError)
 	}
@@ -131,6 +132,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if built.Updated {
 			opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds(),
 				"how", "updated", "runs_added", built.Added, "runs_removed", built.Removed, "views", viewsHow(built.ViewsKept))
+		} else if built.FromTemplate {
+			opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds(),
+				"how", "full", "why", built.FullReason, "start", "the built-in empty warehouse", "views", viewsHow(built.ViewsKept))
 		} else {
 			opts.Logger.Info("warehouse.duckdb rebuilt", "run_id", res.RunID, "elapsed_ms", res.DuckDB.Milliseconds(),
 				"how", "full", "why", built.FullReason)

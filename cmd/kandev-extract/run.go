@@ -427,6 +427,8 @@ func rebuildLine(res pipeline.Result) string {
 			views = "views kept"
 		}
 		return fmt.Sprintf("warehouse.duckdb: the previous build updated in %s (%s added, %s removed; %s)", took, runsCount(r.Added), runsCount(r.Removed), views)
+	case r.FromTemplate && r.ViewsKept:
+		return fmt.Sprintf("warehouse.duckdb: built in full from every retained run in %s, because: %s (starting from the built-in empty warehouse, its views kept)", took, r.FullReason)
 	case r.FullReason != "":
 		return fmt.Sprintf("warehouse.duckdb: built in full from every retained run in %s, because: %s", took, r.FullReason)
 	}
