@@ -74,26 +74,17 @@ type capRender func(col string, c models.ColumnSpec) (value, length string, ok b
 // reads them back.
 func capSpec(spec models.TableSpec, have map[string]bool, render capRender) (models.TableSpec, string, capPlan) {
 	plan := capPlan{width: len(spec.Columns)}
-	out := spec
-	out.Columns = append([]models.ColumnSpec(nil), spec.Columns...)
 	var lens, over []string
-	for i, c := range spec.Columns {
-		if c.MaxBytes <= 0 || c.Expr != "" || !have[c.Name] {
-			continue
-		}
-		col := quoteIdent(c.Name)
-		if spec.Alias != "" {
-			col = spec.Alias + "." + col
-		}
+	out := eachCapped(spec, have, func(i int, col string, c models.ColumnSpec) (string, bool) {
 		value, length, ok := render(col, c)
 		if !ok {
-			continue
+			return "", false
 		}
-		out.Columns[i].Expr = value
 		plan.cols = append(plan.cols, capCol{idx: i, max: c.MaxBytes, kind: c.Kind})
 		over = append(over, fmt.Sprintf("%s > %d", length, c.MaxBytes))
 		lens = append(lens, fmt.Sprintf("CASE WHEN %s > %d THEN '%d:' || CAST(%s AS TEXT) || ',' ELSE '' END", length, c.MaxBytes, i, length))
-	}
+		return value, true
+	})
 	if len(lens) == 0 {
 		return spec, "", plan
 	}
@@ -121,6 +112,24 @@ var capMarker = func() string {
 // content: SQLite answers it from the record header.
 func sqliteCapSpec(spec models.TableSpec, have map[string]bool, bound int) (models.TableSpec, capPlan) {
 	plan := capPlan{width: len(spec.Columns), inline: true}
+	out := eachCapped(spec, have, func(i int, col string, c models.ColumnSpec) (string, bool) {
+		read := col
+		if c.Kind == models.KindStamp {
+			read = "CAST(" + col + " AS TEXT)"
+		}
+		length := "octet_length(" + col + ")"
+		measured := "'" + capMarker + "' || " + length
+		plan.cols = append(plan.cols, capCol{idx: i, max: c.MaxBytes, kind: c.Kind})
+		return fmt.Sprintf("CASE WHEN %s > %d THEN CASE WHEN %s <= %d THEN %s || ':' || substr(CAST(%s AS BLOB), 1, %d) ELSE %s END ELSE %s END",
+			length, c.MaxBytes, length, bound, measured, col, c.MaxBytes, measured, read), true
+	})
+	return out, plan
+}
+
+// eachCapped returns a copy of spec in which each capped column the table
+// has (col: its alias-qualified, quoted name) is read through the
+// expression render gives, unless render declines it.
+func eachCapped(spec models.TableSpec, have map[string]bool, render func(i int, col string, c models.ColumnSpec) (string, bool)) models.TableSpec {
 	out := spec
 	out.Columns = append([]models.ColumnSpec(nil), spec.Columns...)
 	for i, c := range spec.Columns {
@@ -131,17 +140,11 @@ func sqliteCapSpec(spec models.TableSpec, have map[string]bool, bound int) (mode
 		if spec.Alias != "" {
 			col = spec.Alias + "." + col
 		}
-		read := col
-		if c.Kind == models.KindStamp {
-			read = "CAST(" + col + " AS TEXT)"
+		if expr, ok := render(i, col, c); ok {
+			out.Columns[i].Expr = expr
 		}
-		length := "octet_length(" + col + ")"
-		measured := "'" + capMarker + "' || " + length
-		out.Columns[i].Expr = fmt.Sprintf("CASE WHEN %s > %d THEN CASE WHEN %s <= %d THEN %s || ':' || substr(CAST(%s AS BLOB), 1, %d) ELSE %s END ELSE %s END",
-			length, c.MaxBytes, length, bound, measured, col, c.MaxBytes, measured, read)
-		plan.cols = append(plan.cols, capCol{idx: i, max: c.MaxBytes, kind: c.Kind})
 	}
-	return out, plan
+	return out
 }
 
 // pgColumnType is what capping needs to know of a PostgreSQL column type.
