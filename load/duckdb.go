@@ -413,7 +413,7 @@ func (b *build) createRunTables(runs []runRow, problems []ManifestProblem, info 
 	if err := b.exec(fmt.Sprintf(currentRunsSQL, staleAfter.Microseconds())); err != nil {
 		return err
 	}
-	if err := b.exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter))); err != nil {
+	if err := b.exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter)) + ";\n" + currentRunsColumnComments); err != nil {
 		return err
 	}
 	return b.exec(`COMMIT`)
@@ -579,6 +579,50 @@ const currentRunsSQL = `CREATE VIEW current_runs AS
 const currentRunsComment = "The latest served committed run of each installation, by commit sequence (never by clock): what every current view reads; join it on installation_id to know how old a current view's data is. " +
 	"is_stale is true when the installation's latest attempt did not become current (it failed, or its files failed verification) or the snapshot is older than %s; the stale_data disclosure then applies."
 
+// currentRunsColumnComments give each column of current_runs its meaning
+// (docs/warehouse.md); they run with the view's comment, as one statement
+// list inside createRunTables' transaction.
+const currentRunsColumnComments = `COMMENT ON COLUMN current_runs.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN current_runs.run_id IS 'The latest served committed run of the installation (highest run_order): what every current view reads.';
+COMMENT ON COLUMN current_runs.finished_at IS 'When the served run (run_id) finished.';
+COMMENT ON COLUMN current_runs.commit_seq IS 'The served run''s commit sequence number; NULL for a version 1 manifest.';
+COMMENT ON COLUMN current_runs.snapshot_at IS 'The served run''s snapshot instant: the data is the source as it was then.';
+COMMENT ON COLUMN current_runs.newest_source_activity_at IS 'The newest updated_at the served run read in the source.';
+COMMENT ON COLUMN current_runs.latest_attempt_run_id IS 'The installation''s latest recorded attempt (committed or failed, highest run_order).';
+COMMENT ON COLUMN current_runs.latest_attempt_status IS 'The latest attempt''s status (committed or failed).';
+COMMENT ON COLUMN current_runs.latest_attempt_finished_at IS 'When the latest attempt finished.';
+COMMENT ON COLUMN current_runs.latest_attempt_error IS 'The latest attempt''s error when it failed; NULL otherwise.';
+COMMENT ON COLUMN current_runs.latest_attempt_failed IS 'True when the latest attempt is not the served run (it failed, or its files failed verification): the data is older than the last attempt.';
+COMMENT ON COLUMN current_runs.data_age_hours IS 'Hours from snapshot_at to now (when queried), to two decimals.';
+COMMENT ON COLUMN current_runs.is_stale IS 'True when latest_attempt_failed, or the snapshot is older than the staleness threshold (--stale-after, default 36 h): the stale_data disclosure then applies.';
+`
+
+// runsColumnComments give each column of runs its meaning
+// (docs/warehouse.md); they run with the table's comment, as one statement
+// list inside createRunTables' transaction.
+const runsColumnComments = `COMMENT ON COLUMN runs.run_id IS 'The run''s id (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN runs.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN runs.status IS 'committed, failed, or for a manifest that is not used at all quarantined (it failed validation and was moved to _quarantine/) or refused (a manifest version this build does not know).';
+COMMENT ON COLUMN runs.error IS 'Why the run failed; NULL for a committed run (a quarantined or refused manifest says why in problem).';
+COMMENT ON COLUMN runs.started_at IS 'When the run started; NULL for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.finished_at IS 'When the run finished; NULL for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.duration_ms IS 'Run duration in milliseconds; NULL for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.source_dialect IS 'sqlite or postgres; NULL for a failed run and for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.source_location IS 'Source path or DSN with any password redacted; NULL for a failed run and for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.kandev_version IS 'kandev_meta.kandev_version of the source; NULL when absent or not read (a failed run, a quarantined or refused manifest).';
+COMMENT ON COLUMN runs.snapshot_at IS 'When the run''s snapshot was taken; NULL for a failed run and for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.activation_state IS 'Installation activation state at the run; NULL for a failed run and for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.subagent_rows IS 'fact_subagent_context rows written; NULL for a failed run and for a quarantined or refused manifest, and for a store with no subagent table (unknown, not zero).';
+COMMENT ON COLUMN runs.rejected_values IS 'Values refused (see rejects); NULL for a failed run and for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.extractor_version IS 'kandev-extract version that wrote the run; NULL for a failed run and for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.commit_seq IS 'The installation''s commit sequence number recorded in the manifest (one more than the highest before it, failed runs included); NULL for manifests written before sequences existed (version 1) and for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.run_order IS 'Position of the run among the installation''s valid manifests: by commit_seq, version 1 manifests first by finish time. "Latest" means the highest run_order, never the latest clock. NULL for a quarantined or refused manifest.';
+COMMENT ON COLUMN runs.served IS 'True for a committed run whose files match their recorded size and SHA-256 and whose data is in this database.';
+COMMENT ON COLUMN runs.checksums_verified IS 'True when the run''s files were checked against recorded SHA-256 sums (version 1 manifests recorded none: checked for presence only); NULL for runs that are not committed.';
+COMMENT ON COLUMN runs.problem IS 'Why a run is not served (a file''s size or SHA-256 differs, a file is missing, the manifest failed validation or has an unknown version); NULL otherwise.';
+COMMENT ON COLUMN runs.newest_source_activity_at IS 'The newest updated_at the run read in any source table (its high waters): the newest activity in the store at its snapshot; NULL for a failed run and for a quarantined or refused manifest, and when the run read no updated_at.';
+`
+
 func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []ManifestProblem) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE runs (
 		run_id VARCHAR NOT NULL, installation_id VARCHAR NOT NULL, status VARCHAR NOT NULL, error VARCHAR,
@@ -646,7 +690,8 @@ func createRuns(ctx context.Context, conn *sql.Conn, runs []runRow, problems []M
 			return fmt.Errorf("runs: %w", err)
 		}
 	}
-	_, err := conn.ExecContext(ctx, `COMMENT ON TABLE runs IS 'Every recorded run per installation: committed, failed, or a manifest not served (quarantined, refused). run_order follows the commit sequence, never the clock. served is false for a committed run whose files no longer match their recorded size and SHA-256 (problem says why): the installation''s previous served run stays current.'`)
+	_, err := conn.ExecContext(ctx, `COMMENT ON TABLE runs IS 'Every recorded run per installation: committed, failed, or a manifest not served (quarantined, refused). run_order follows the commit sequence, never the clock. served is false for a committed run whose files no longer match their recorded size and SHA-256 (problem says why): the installation''s previous served run stays current.';
+`+runsColumnComments)
 	return err
 }
 

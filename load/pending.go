@@ -111,10 +111,18 @@ type buildInfo struct {
 
 const warehouseBuildComment = "When and from which manifests this database file was built: one row. build_id orders builds (a later build sorts higher); manifests names each installation's latest manifest (installation=commit_seq:run_id), which a waiting database must match before it replaces warehouse.duckdb."
 
+// warehouseBuildColumnComments give each column of warehouse_build its
+// meaning (docs/warehouse.md); they run with the table's comment, as one
+// statement list inside createRunTables' transaction.
+const warehouseBuildColumnComments = `COMMENT ON COLUMN warehouse_build.build_id IS 'The build''s id (UTC instant to the nanosecond + random suffix): a later build sorts higher. A waiting database is named _pending/<build_id>.duckdb.';
+COMMENT ON COLUMN warehouse_build.built_at IS 'When the database was built.';
+COMMENT ON COLUMN warehouse_build.manifests IS 'Each installation''s latest run manifest when it was built, as installation=commit_seq:run_id, comma-separated and sorted. A waiting database replaces warehouse.duckdb only while this still matches the warehouse''s manifests.';
+`
+
 func createBuildInfo(ctx context.Context, conn *sql.Conn, b buildInfo) error {
 	for _, q := range []string{
 		`CREATE TABLE warehouse_build (build_id VARCHAR NOT NULL, built_at TIMESTAMPTZ NOT NULL, manifests VARCHAR NOT NULL)`,
-		`COMMENT ON TABLE warehouse_build IS ` + quote(warehouseBuildComment),
+		`COMMENT ON TABLE warehouse_build IS ` + quote(warehouseBuildComment) + ";\n" + warehouseBuildColumnComments,
 	} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("warehouse_build: %w", err)

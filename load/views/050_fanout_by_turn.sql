@@ -14,3 +14,16 @@ COMMENT ON COLUMN fanout_by_turn.writer_shortfall IS 'Tool calls of the turn''s 
 COMMENT ON COLUMN fanout_by_turn.unattributed_session_rows IS 'Rows of the turn''s session that name no turn of the snapshot: any may belong to this turn, so it is at most lower_bound.';
 COMMENT ON COLUMN fanout_by_turn.fanout_completeness IS 'complete (proven: started at/after capture_since outside its ambiguous second, no writer shortfall, no unplaced row in the session) | lower_bound (rows or messages exist: at least fanout_lower_bound) | unknown (no evidence: not zero).';
 COMMENT ON COLUMN fanout_by_turn.subagents_observed IS 'Rows observed for this turn: always given, but only a lower bound unless complete.';
+COMMENT ON COLUMN fanout_by_turn.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN fanout_by_turn.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN fanout_by_turn.turn_id IS 'Turn id (task_session_turns.id).';
+COMMENT ON COLUMN fanout_by_turn.session_id IS 'Session id (task_sessions.id).';
+COMMENT ON COLUMN fanout_by_turn.task_id IS 'Task (card) id.';
+COMMENT ON COLUMN fanout_by_turn.workflow_step_id_at_start IS 'The workflow step when the turn started (metadata.workflow_step_id_at_start); NULL when the metadata carries none.';
+COMMENT ON COLUMN fanout_by_turn.started_at IS 'When the turn started (UTC); compared with capture_since at extraction for completeness.';
+COMMENT ON COLUMN fanout_by_turn.subagents_observed_live IS 'Of subagents_observed, rows with source = ''live''.';
+COMMENT ON COLUMN fanout_by_turn.subagents_observed_backfill IS 'Of subagents_observed, rows with source = ''backfill''.';
+COMMENT ON COLUMN fanout_by_turn.capture_window IS 'Where the turn''s started_at falls against capture_since: after_capture | before_capture | no_boundary.';
+COMMENT ON COLUMN fanout_by_turn.distinct_tool_calls IS 'Distinct tool calls among the turn''s rows (execution-agnostic): two rows for one tool call count once.';
+COMMENT ON COLUMN fanout_by_turn.live_backfill_overlap IS 'Tool calls that have both a live and a backfill row (AC-22''s DO NOTHING cannot catch a live row with a real execution id): one invocation, counted once in an exact fanout.';
+COMMENT ON COLUMN fanout_by_turn.capture_boundary_ambiguous IS 'True when the turn started inside the second after a second-precise capture_since, where the true boundary lies: then it is lower_bound, never complete.';

@@ -10,5 +10,17 @@ SELECT installation_id, run_id, subagent_type, source,
 	FROM fact_subagent_context GROUP BY ALL ORDER BY installation_id, subagent_type NULLS LAST, source;
 
 COMMENT ON VIEW subagent_usage IS 'Usage by subagent type and source (live/backfill split). Averages are over measured rows only; measured and unmeasured counts are given; unreported metrics are never counted as 0.';
-COMMENT ON COLUMN subagent_usage.avg_total_tokens IS 'Average over rows_with_tokens rows only (rows that reported tokens).';
+COMMENT ON COLUMN subagent_usage.avg_total_tokens IS 'Average over rows_with_tokens rows only (rows that reported tokens); NULL when none did (never 0).';
 COMMENT ON COLUMN subagent_usage.unmeasured_rows IS 'Rows that reported none of the three metrics (e.g. async_launched).';
+COMMENT ON COLUMN subagent_usage.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN subagent_usage.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN subagent_usage.subagent_type IS 'Subagent type; NULL groups rows that reported none.';
+COMMENT ON COLUMN subagent_usage.source IS 'live or backfill (recovered from message metadata; not like-for-like with live rows, AC-25).';
+COMMENT ON COLUMN subagent_usage.subagents IS 'Subagent rows in the group (live and backfill as the group says).';
+COMMENT ON COLUMN subagent_usage.measured_rows IS 'Rows that reported at least one metric.';
+COMMENT ON COLUMN subagent_usage.rows_with_tokens IS 'Rows that reported total_tokens: the rows avg_total_tokens is over.';
+COMMENT ON COLUMN subagent_usage.sum_total_tokens IS 'Sum of reported total_tokens; NULL when none reported.';
+COMMENT ON COLUMN subagent_usage.rows_with_tool_use_count IS 'Rows that reported tool_use_count.';
+COMMENT ON COLUMN subagent_usage.avg_tool_use_count IS 'Average tool_use_count over the rows_with_tool_use_count rows that reported it (a reported 0 counts); NULL when none did.';
+COMMENT ON COLUMN subagent_usage.rows_with_duration IS 'Rows that reported duration_ms.';
+COMMENT ON COLUMN subagent_usage.avg_duration_ms IS 'Average duration_ms over the rows_with_duration rows that reported it; NULL when none did (never 0).';

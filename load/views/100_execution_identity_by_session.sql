@@ -15,3 +15,12 @@ SELECT installation_id, run_id, task_session_id AS session_id,
 COMMENT ON VIEW execution_identity_by_session IS 'Distinct recorded executions per session. The ''unknown'' sentinel is never an execution: sentinel rows are counted separately, and recorded_executions is NULL (unknown) when no row of the session has a recorded execution.';
 COMMENT ON COLUMN execution_identity_by_session.executions_completeness IS 'exact (every row recorded) | lower_bound (some rows unrecorded) | unknown (none recorded).';
 COMMENT ON COLUMN execution_identity_by_session.recorded_executions IS 'COUNT(DISTINCT execution_id) over recorded rows; NULL when none is recorded.';
+COMMENT ON COLUMN execution_identity_by_session.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN execution_identity_by_session.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN execution_identity_by_session.session_id IS 'Session id (task_sessions.id).';
+COMMENT ON COLUMN execution_identity_by_session.subagent_rows IS 'Subagent rows of the session.';
+COMMENT ON COLUMN execution_identity_by_session.rows_recorded IS 'Rows with a recorded execution.';
+COMMENT ON COLUMN execution_identity_by_session.rows_unrecorded_backfill IS 'Sentinel rows from the backfill.';
+COMMENT ON COLUMN execution_identity_by_session.rows_unrecorded_pre_amendment IS 'Sentinel live rows before execution_since.';
+COMMENT ON COLUMN execution_identity_by_session.rows_unrecorded_live IS 'Sentinel live rows: frames that arrived without an execution id.';
+COMMENT ON COLUMN execution_identity_by_session.rows_not_recorded IS 'Rows of a pre-amendment table (no execution dimension).';

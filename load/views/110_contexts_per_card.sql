@@ -24,3 +24,15 @@ WITH s AS (
 COMMENT ON VIEW contexts_per_card IS 'Contexts per card (task): sessions (task_sessions rows, exactly as dim_session) plus subagent contexts. contexts is exact only when every session''s fan-out is complete; otherwise NULL, with contexts_observed as a lower bound.';
 COMMENT ON COLUMN contexts_per_card.contexts IS 'sessions + subagent contexts; NULL unless contexts_completeness = ''complete''.';
 COMMENT ON COLUMN contexts_per_card.contexts_completeness IS 'complete | lower_bound | unknown (subagent part unknown, not zero).';
+COMMENT ON COLUMN contexts_per_card.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN contexts_per_card.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN contexts_per_card.task_id IS 'Task (card) id.';
+COMMENT ON COLUMN contexts_per_card.identifier IS 'The card''s human identifier (e.g. KAN-12), no title or description.';
+COMMENT ON COLUMN contexts_per_card.workflow_step_id IS 'The card''s current workflow step.';
+COMMENT ON COLUMN contexts_per_card.workflow_step_name IS 'Step name (dim_workflow_step.name); NULL when the step is not in the warehouse.';
+COMMENT ON COLUMN contexts_per_card.workflow_step_position IS 'Step position; NULL when the step is not in the warehouse.';
+COMMENT ON COLUMN contexts_per_card.sessions IS 'task_sessions rows of the card (exactly dim_session; subagents are not sessions).';
+COMMENT ON COLUMN contexts_per_card.subagent_contexts_observed IS 'Subagent rows observed across the card''s sessions (live + backfill).';
+COMMENT ON COLUMN contexts_per_card.subagent_contexts_live IS 'Of subagent_contexts_observed, rows with source = ''live''.';
+COMMENT ON COLUMN contexts_per_card.subagent_contexts_backfill IS 'Of subagent_contexts_observed, rows with source = ''backfill''.';
+COMMENT ON COLUMN contexts_per_card.contexts_observed IS 'sessions + subagent_contexts_observed: a lower bound unless complete.';

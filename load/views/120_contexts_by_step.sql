@@ -16,3 +16,13 @@ COMMENT ON VIEW contexts_by_step IS 'Per workflow step (the card''s current step
 COMMENT ON COLUMN contexts_by_step.cards_unknown IS 'Cards whose subagent part is unknown (not zero).';
 COMMENT ON COLUMN contexts_by_step.contexts_per_card_complete IS 'Average contexts over cards whose count is complete only; NULL when no card of the step is complete.';
 COMMENT ON COLUMN contexts_by_step.contexts_per_card_observed IS 'Average observed contexts over all cards: a lower bound where cards are incomplete.';
+COMMENT ON COLUMN contexts_by_step.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN contexts_by_step.workflow_step_id IS 'The cards'' current workflow step; NULL for cards without one.';
+COMMENT ON COLUMN contexts_by_step.workflow_step_name IS 'Step name (dim_workflow_step.name); NULL when the step is not in the warehouse.';
+COMMENT ON COLUMN contexts_by_step.workflow_step_position IS 'Step position; NULL when the step is not in the warehouse.';
+COMMENT ON COLUMN contexts_by_step.cards IS 'Cards currently in the step.';
+COMMENT ON COLUMN contexts_by_step.sessions_per_card IS 'Average task_sessions rows per card (the historical series, unchanged in meaning).';
+COMMENT ON COLUMN contexts_by_step.cards_complete IS 'Cards whose contexts_completeness = ''complete''.';
+COMMENT ON COLUMN contexts_by_step.cards_lower_bound IS 'Cards whose subagent part is a lower bound.';
+COMMENT ON COLUMN contexts_by_step.subagent_contexts_live IS 'Live subagent rows of the step''s cards.';
+COMMENT ON COLUMN contexts_by_step.subagent_contexts_backfill IS 'Backfill subagent rows of the step''s cards.';

@@ -17,3 +17,7 @@ COMMENT ON COLUMN fanout_distribution_by_source.turns IS 'Turns in this bucket.'
 COMMENT ON COLUMN fanout_distribution_by_source.turns_backfill_only IS 'Turns in the bucket whose observed subagents all came from the backfill.';
 COMMENT ON COLUMN fanout_distribution_by_source.turns_live_only IS 'Turns in the bucket whose observed subagents are all live rows.';
 COMMENT ON COLUMN fanout_distribution_by_source.turns_mixed IS 'Turns in the bucket with both live and backfill rows.';
+COMMENT ON COLUMN fanout_distribution_by_source.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN fanout_distribution_by_source.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN fanout_distribution_by_source.subagents_live IS 'Live subagent rows in the bucket''s turns.';
+COMMENT ON COLUMN fanout_distribution_by_source.subagents_backfill IS 'Backfill subagent rows in the bucket''s turns.';

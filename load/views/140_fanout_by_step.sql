@@ -25,3 +25,12 @@ COMMENT ON COLUMN fanout_by_step.subagents_observed IS 'Every subagent row obser
 COMMENT ON COLUMN fanout_by_step.turns_fanned_out_complete IS 'Complete turns with an exact fan-out of 2 or more.';
 COMMENT ON COLUMN fanout_by_step.turns_unknown IS 'Turns started before capture_since (or with no boundary) without rows: fan-out unknown, not zero.';
 COMMENT ON COLUMN fanout_by_step.workflow_step_id IS 'The step the turn started in (dim_turn.workflow_step_id_at_start); NULL when the turn''s metadata carries none.';
+COMMENT ON COLUMN fanout_by_step.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN fanout_by_step.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN fanout_by_step.workflow_step_name IS 'Step name (dim_workflow_step.name); NULL when the step is not in the warehouse.';
+COMMENT ON COLUMN fanout_by_step.workflow_step_position IS 'Step position; NULL when the step is not in the warehouse.';
+COMMENT ON COLUMN fanout_by_step.turns IS 'Turns started in the step.';
+COMMENT ON COLUMN fanout_by_step.turns_complete IS 'Turns with fanout_completeness = ''complete''.';
+COMMENT ON COLUMN fanout_by_step.turns_lower_bound IS 'Turns with fanout_completeness = ''lower_bound''.';
+COMMENT ON COLUMN fanout_by_step.subagents_observed_live IS 'Of subagents_observed, rows with source = ''live''.';
+COMMENT ON COLUMN fanout_by_step.subagents_observed_backfill IS 'Of subagents_observed, rows with source = ''backfill''.';

@@ -44,3 +44,16 @@ COMMENT ON COLUMN subagent_nesting.parent_candidates IS 'Rows in the same sessio
 COMMENT ON COLUMN subagent_nesting.parent_resolution IS 'resolved | parent_not_observed (no captured row carries the parent tool call) | ambiguous (several candidates, none singled out by execution_id).';
 COMMENT ON COLUMN subagent_nesting.parent_subagent_id IS 'The resolved parent row; NULL when not observed or ambiguous.';
 COMMENT ON COLUMN subagent_nesting.parent_tool_call_id IS 'The spawning subagent''s tool call, as recorded by Kandev (AC-6).';
+COMMENT ON COLUMN subagent_nesting.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN subagent_nesting.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN subagent_nesting.task_session_id IS 'Session (task_sessions.id) the subagent ran in.';
+COMMENT ON COLUMN subagent_nesting.task_id IS 'Task (card) id.';
+COMMENT ON COLUMN subagent_nesting.turn_id IS 'Turn id (task_session_turns.id); NULL when the row has none.';
+COMMENT ON COLUMN subagent_nesting.subagent_id IS 'The nested (child) subagent row.';
+COMMENT ON COLUMN subagent_nesting.tool_call_id IS 'The child''s tool call.';
+COMMENT ON COLUMN subagent_nesting.subagent_type IS 'The child''s subagent type; NULL when not reported.';
+COMMENT ON COLUMN subagent_nesting.model IS 'The child''s model; NULL when not reported.';
+COMMENT ON COLUMN subagent_nesting.source IS 'The child row''s source (live/backfill).';
+COMMENT ON COLUMN subagent_nesting.observed_at IS 'When the child was first observed.';
+COMMENT ON COLUMN subagent_nesting.parent_subagent_type IS 'The parent''s subagent type; NULL when the parent is unresolved (or did not report one).';
+COMMENT ON COLUMN subagent_nesting.parent_source IS 'The parent row''s source; NULL when unresolved.';

@@ -25,3 +25,10 @@ COMMENT ON VIEW subagent_nesting_summary IS 'Nesting per installation and source
 COMMENT ON COLUMN subagent_nesting_summary.max_nesting_depth IS 'Deepest nesting_depth; NULL when no row is nested (not 0).';
 COMMENT ON COLUMN subagent_nesting_summary.nested_subagents IS 'Rows with a parent_tool_call_id (spawned by a subagent).';
 COMMENT ON COLUMN subagent_nesting_summary.spawning_subagents IS 'Distinct resolved parent rows: subagents that spawned subagents.';
+COMMENT ON COLUMN subagent_nesting_summary.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN subagent_nesting_summary.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN subagent_nesting_summary.source IS 'Source of the child rows: live or backfill (not like-for-like with live rows, AC-25).';
+COMMENT ON COLUMN subagent_nesting_summary.subagents IS 'Subagent rows of the source.';
+COMMENT ON COLUMN subagent_nesting_summary.parents_resolved IS 'Nested rows whose parent resolved.';
+COMMENT ON COLUMN subagent_nesting_summary.parents_not_observed IS 'Nested rows whose parent tool call has no captured row.';
+COMMENT ON COLUMN subagent_nesting_summary.parents_ambiguous IS 'Nested rows with several parent candidates.';

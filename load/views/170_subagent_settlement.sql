@@ -34,3 +34,8 @@ COMMENT ON COLUMN subagent_settlement.rows_with_settle_time IS 'Settled rows wit
 COMMENT ON COLUMN subagent_settlement.settled IS 'Rows with settled_at set.';
 COMMENT ON COLUMN subagent_settlement.settled_without_terminal_status IS 'Rows with settled_at set but a non-terminal tool_status (expected 0).';
 COMMENT ON COLUMN subagent_settlement.terminal_without_settled_at IS 'Rows whose tool_status is terminal but settled_at is NULL (a writer inconsistency; expected 0).';
+COMMENT ON COLUMN subagent_settlement.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN subagent_settlement.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN subagent_settlement.source IS 'live or backfill (recovered from message metadata; not like-for-like with live rows, AC-25).';
+COMMENT ON COLUMN subagent_settlement.is_async IS 'True for asynchronous launches, which settle when dispatched; synchronous ones settle when the child finishes.';
+COMMENT ON COLUMN subagent_settlement.subagents IS 'Rows in the group.';

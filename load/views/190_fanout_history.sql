@@ -16,3 +16,13 @@ SELECT t.installation_id, t.run_id, i.snapshot_at,
 COMMENT ON VIEW fanout_history IS 'Turn fan-out at every retained committed run, to follow the trend across nightly runs. avg_fanout_complete is over complete turns only (NULL when none). Each run is a full snapshot, so counts are cumulative, not per-night increments.';
 COMMENT ON COLUMN fanout_history.avg_fanout_complete IS 'Average exact fan-out over turns_complete turns only; NULL when none is complete.';
 COMMENT ON COLUMN fanout_history.snapshot_at IS 'The instant the run''s consistent snapshot of the source was taken.';
+COMMENT ON COLUMN fanout_history.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN fanout_history.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN fanout_history.turns IS 'Turns in the run''s snapshot.';
+COMMENT ON COLUMN fanout_history.turns_complete IS 'Turns with fanout_completeness = ''complete''.';
+COMMENT ON COLUMN fanout_history.turns_lower_bound IS 'Turns with fanout_completeness = ''lower_bound''.';
+COMMENT ON COLUMN fanout_history.turns_unknown IS 'Turns with fanout_completeness = ''unknown'': fan-out unknown, not zero.';
+COMMENT ON COLUMN fanout_history.subagents_observed IS 'Subagent rows observed in the run''s turns: a lower bound unless turns_complete = turns (a 0 over unknown turns is not a zero).';
+COMMENT ON COLUMN fanout_history.subagents_observed_live IS 'Of subagents_observed, rows with source = ''live''.';
+COMMENT ON COLUMN fanout_history.subagents_observed_backfill IS 'Of subagents_observed, rows with source = ''backfill''.';
+COMMENT ON COLUMN fanout_history.turns_fanned_out_complete IS 'Complete turns with an exact fan-out of 2 or more.';

@@ -20,3 +20,6 @@ COMMENT ON COLUMN data_time_range.first_turn_started_at IS 'Earliest turn start 
 COMMENT ON COLUMN data_time_range.last_turn_started_at IS 'Latest turn start in the current data; NULL when the installation has no turn.';
 COMMENT ON COLUMN data_time_range.first_subagent_observed_at IS 'Earliest subagent row; NULL when there is none (or no subagent table).';
 COMMENT ON COLUMN data_time_range.last_subagent_observed_at IS 'Latest subagent row; NULL when there is none (or no subagent table).';
+COMMENT ON COLUMN data_time_range.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN data_time_range.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
+COMMENT ON COLUMN data_time_range.turns IS 'Turns in the current data.';

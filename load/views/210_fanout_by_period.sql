@@ -37,3 +37,9 @@ COMMENT ON COLUMN fanout_by_period.turns IS 'Turns started in the period (an exa
 COMMENT ON COLUMN fanout_by_period.subagents_observed IS 'Subagent rows of the period''s turns: a lower bound unless every turn of the period is complete.';
 COMMENT ON COLUMN fanout_by_period.subagents_in_complete_turns IS 'Exact subagents of the complete turns only; NULL when the period has no complete turn (never 0 for unknown).';
 COMMENT ON COLUMN fanout_by_period.avg_fanout_complete IS 'Average exact fan-out over complete turns only; NULL when none is complete.';
+COMMENT ON COLUMN fanout_by_period.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN fanout_by_period.turns_complete IS 'Turns with fanout_completeness = ''complete''.';
+COMMENT ON COLUMN fanout_by_period.turns_lower_bound IS 'Turns with fanout_completeness = ''lower_bound''.';
+COMMENT ON COLUMN fanout_by_period.turns_unknown IS 'Turns with fanout_completeness = ''unknown'': fan-out unknown, not zero.';
+COMMENT ON COLUMN fanout_by_period.subagents_observed_live IS 'Of subagents_observed, rows with source = ''live''.';
+COMMENT ON COLUMN fanout_by_period.subagents_observed_backfill IS 'Of subagents_observed, rows with source = ''backfill''.';

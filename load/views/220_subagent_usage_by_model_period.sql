@@ -21,4 +21,16 @@ COMMENT ON VIEW subagent_usage_by_model_period IS 'Usage by child model and sour
 COMMENT ON COLUMN subagent_usage_by_model_period.grain IS 'day | week | month (UTC; weeks start on Monday). Filter on one grain.';
 COMMENT ON COLUMN subagent_usage_by_model_period.period_start IS 'First day of the period (UTC).';
 COMMENT ON COLUMN subagent_usage_by_model_period.sum_total_tokens IS 'Sum of reported total_tokens; NULL when none reported.';
-COMMENT ON COLUMN subagent_usage_by_model_period.avg_total_tokens IS 'Average over rows_with_tokens rows only.';
+COMMENT ON COLUMN subagent_usage_by_model_period.avg_total_tokens IS 'Average over rows_with_tokens rows only; NULL when none reported.';
+COMMENT ON COLUMN subagent_usage_by_model_period.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN subagent_usage_by_model_period.period_end IS 'First day after the period (UTC).';
+COMMENT ON COLUMN subagent_usage_by_model_period.model IS 'Child model as recorded; NULL when not recorded.';
+COMMENT ON COLUMN subagent_usage_by_model_period.source IS 'live or backfill.';
+COMMENT ON COLUMN subagent_usage_by_model_period.subagents IS 'Subagent rows in the group.';
+COMMENT ON COLUMN subagent_usage_by_model_period.measured_rows IS 'Rows that reported at least one metric.';
+COMMENT ON COLUMN subagent_usage_by_model_period.unmeasured_rows IS 'Rows that reported none of the three metrics.';
+COMMENT ON COLUMN subagent_usage_by_model_period.rows_with_tokens IS 'Rows that reported total_tokens.';
+COMMENT ON COLUMN subagent_usage_by_model_period.rows_with_tool_use_count IS 'Rows that reported tool_use_count.';
+COMMENT ON COLUMN subagent_usage_by_model_period.avg_tool_use_count IS 'Average tool_use_count over rows_with_tool_use_count rows only; NULL when none reported.';
+COMMENT ON COLUMN subagent_usage_by_model_period.rows_with_duration IS 'Rows that reported duration_ms.';
+COMMENT ON COLUMN subagent_usage_by_model_period.avg_duration_ms IS 'Average duration_ms over rows_with_duration rows only; NULL when none reported.';

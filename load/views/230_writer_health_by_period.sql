@@ -28,3 +28,9 @@ COMMENT ON COLUMN writer_health_by_period.runs IS 'Retained runs evaluated in th
 COMMENT ON COLUMN writer_health_by_period.evaluations IS 'Runs of the period that could compare messages with subagent rows (capture_since valid).';
 COMMENT ON COLUMN writer_health_by_period.last_status IS 'Status at the period''s last run; NULL when it had no run.';
 COMMENT ON COLUMN writer_health_by_period.max_shortfall IS 'Largest shortfall of the period''s runs; NULL when none evaluated. Non-zero is the alarm.';
+COMMENT ON COLUMN writer_health_by_period.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN writer_health_by_period.period_start IS 'First day of the period (UTC).';
+COMMENT ON COLUMN writer_health_by_period.period_end IS 'First day after the period (UTC).';
+COMMENT ON COLUMN writer_health_by_period.last_shortfall IS 'Shortfall at the period''s last run that evaluated health; NULL when no run of the period evaluated (not 0).';
+COMMENT ON COLUMN writer_health_by_period.last_excess IS 'Excess at the period''s last run that evaluated health (attributed, not an alarm); NULL when no run of the period evaluated.';
+COMMENT ON COLUMN writer_health_by_period.max_collisions IS 'Largest collision count of the period''s runs; NULL when none evaluated.';

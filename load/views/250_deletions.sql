@@ -17,3 +17,7 @@ COMMENT ON VIEW deletions IS 'What was deleted from the source between runs, per
 COMMENT ON COLUMN deletions.deleted_detected_run_id IS 'The run that found the rows missing.';
 COMMENT ON COLUMN deletions.last_seen_run_id IS 'The run before it, which last saw them.';
 COMMENT ON COLUMN deletions.last_seen_snapshot_at IS 'That run''s snapshot: the rows were deleted after it and before the detecting run''s snapshot.';
+COMMENT ON COLUMN deletions.installation_id IS 'Stable installation name (--installation); every row carries it.';
+COMMENT ON COLUMN deletions.sessions_deleted IS 'Sessions deleted.';
+COMMENT ON COLUMN deletions.turns_deleted IS 'Turns deleted.';
+COMMENT ON COLUMN deletions.subagent_rows_deleted IS 'Subagent rows deleted.';
