@@ -426,7 +426,7 @@ func TestCollisionIsALowerBound(t *testing.T) {
 	if got := one(t, db, `SELECT count(*) FROM fanout_by_session WHERE subagents_observed - live_backfill_overlap > distinct_tool_calls AND fanout IS NULL AND fanout_completeness = 'lower_bound'`); got != "1" {
 		t.Errorf("%s collided sessions are lower bounds, want 1", got)
 	}
-	if got := one(t, db, `SELECT count || '|' || (text LIKE '1 turns (1 sessions) hold more subagent rows than distinct tool calls%') FROM disclosures WHERE rule = 'rows_beyond_tool_calls'`); got != "1|true" {
+	if got := one(t, db, `SELECT count || '|' || (text LIKE '1 turn (1 session) holds more subagent rows than distinct tool calls%') FROM disclosures WHERE rule = 'rows_beyond_tool_calls'`); got != "1|true" {
 		t.Errorf("rows_beyond_tool_calls disclosure = %s", got)
 	}
 }

@@ -47,9 +47,9 @@ func Disclose(f Facts) []Disclosure {
 	if st.Shape == models.ShapeAbsent {
 		add("feature_absent", "warning", time.Time{}, f.Sessions.Rows, true,
 			"This store has no task_session_subagents table (a Kandev build from before subagent capture). "+
-				"Fan-out is never exact here: it is a lower bound from subagent-task messages where they exist (%d turns, %d sessions) and UNKNOWN, not zero, elsewhere (%d turns, %d sessions): "+
+				"Fan-out is never exact here: it is a lower bound from subagent-task messages where they exist (%s, %s) and UNKNOWN, not zero, elsewhere (%s, %s): "+
 				"the absence of a row is not the absence of a subagent.",
-			turnsLower, sessLower, turnsUnknown, sessUnknown)
+			turns(turnsLower), sessions(sessLower), turns(turnsUnknown), sessions(sessUnknown))
 		out = append(out, f.provenRules()...)
 		out = append(out, f.integrityRules()...)
 		return append(out, f.rejectRules()...)
@@ -67,21 +67,21 @@ func Disclose(f Facts) []Disclosure {
 			why = "does not parse"
 		}
 		add("no_capture_boundary", "warning", time.Time{}, sa.Rows, true,
-			"subagent_context_capture_since %s, so no capture boundary is known. The %d subagent rows are real measurements, "+
-				"but no count is complete: fan-out is a lower bound where rows exist (%d turns, %d sessions) and UNKNOWN, not zero, where none do (%d turns, %d sessions).",
-			why, sa.Rows, turnsLower, sessLower, turnsUnknown, sessUnknown)
+			"subagent_context_capture_since %s, so no capture boundary is known. The subagent rows (%d) are real measurements, "+
+				"but no count is complete: fan-out is a lower bound where rows exist (%s, %s) and UNKNOWN, not zero, where none do (%s, %s).",
+			why, sa.Rows, turns(turnsLower), sessions(sessLower), turns(turnsUnknown), sessions(sessUnknown))
 	} else {
 		c := st.CaptureSince
 		add("capture_boundary", "info", c.At, sa.Window[models.BeforeCapture], true,
 			"Subagent capture is complete from %s (subagent_context_capture_since = %q): fan-out of activity that started at or after it is exact, and a zero there is a true zero. "+
-				"Activity that started before it has fan-out that is a lower bound (%d turns, %d sessions with rows) or UNKNOWN, not zero (%d turns, %d sessions without rows). "+
-				"The %d rows observed before it are real measurements and are kept.",
-			c.At.Format(tsLayout), *c.Raw, turnsLower, sessLower, turnsUnknown, sessUnknown, sa.Window[models.BeforeCapture])
+				"Activity that started before it has fan-out that is a lower bound (%s, %s with rows) or UNKNOWN, not zero (%s, %s without rows). "+
+				"The rows observed before it (%d) are real measurements and are kept.",
+			c.At.Format(tsLayout), *c.Raw, turns(turnsLower), sessions(sessLower), turns(turnsUnknown), sessions(sessUnknown), sa.Window[models.BeforeCapture])
 		if c.Precision == models.PrecisionSecond {
 			add("second_precision_boundary", "warning", c.At, sa.Ambiguous, true,
 				"subagent_context_capture_since (%q) is only second-precise (written by an older Kandev build and never rewritten, as AC-24 requires). "+
-					"The true boundary lies somewhere in the second after it: %d rows observed in that second are flagged capture_boundary_ambiguous.",
-				*c.Raw, sa.Ambiguous)
+					"The true boundary lies somewhere in the second after it: %s observed in that second %s flagged capture_boundary_ambiguous.",
+				*c.Raw, rows(sa.Ambiguous), agree(sa.Ambiguous, "is", "are"))
 		}
 	}
 	switch st.BackfillThrough.State {
@@ -103,19 +103,19 @@ func Disclose(f Facts) []Disclosure {
 	}
 	if sa.Backfill > 0 {
 		add("backfill_provenance", "warning", time.Time{}, sa.Backfill, true,
-			"%d of %d rows came from the backfill (source = 'backfill', recovered from message metadata) and are not like-for-like with the %d live rows: "+
+			"%d of %d rows came from the backfill (source = 'backfill', recovered from message metadata) and are not like-for-like with the live rows (%d): "+
 				"they carry no execution identity and only what survived in metadata. Aggregates carry the live/backfill split.",
 			sa.Backfill, sa.Rows, sa.Live)
 	}
 	if st.Shape == models.ShapePreAmendment {
 		add("pre_amendment_shape", "warning", time.Time{}, sa.Rows, true,
-			"task_session_subagents has the pre-amendment shape (no execution-scoped unique key), so no execution identity is recorded: all %d rows are not_recorded and execution_id is NULL.",
+			"task_session_subagents has the pre-amendment shape (no execution-scoped unique key), so no execution identity is recorded: every row (%d) is not_recorded and its execution_id NULL.",
 			sa.Rows)
 	} else if unrec := sa.Rows - sa.Identity[models.ExecRecorded]; unrec > 0 {
 		add("unrecorded_execution", "warning", time.Time{}, unrec, true,
-			"%d rows have no recorded execution (agent_execution_id = 'unknown': %d from the backfill, %d before execution identity existed, %d live frames that arrived without one). "+
+			"%s %s no recorded execution (agent_execution_id = 'unknown': %d from the backfill, %d before execution identity existed, %d live frames that arrived without one). "+
 				"Their execution_id is NULL, so COUNT(DISTINCT execution_id) never counts 'unknown' as an execution and never reads two 'unknown' rows as one.",
-			unrec, sa.Identity[models.ExecUnrecordedBackfill], sa.Identity[models.ExecUnrecordedPreAmendment], sa.Identity[models.ExecUnrecordedLive])
+			rows(unrec), agree(unrec, "has", "have"), sa.Identity[models.ExecUnrecordedBackfill], sa.Identity[models.ExecUnrecordedPreAmendment], sa.Identity[models.ExecUnrecordedLive])
 	}
 	if e := st.ExecutionSince; e.Valid() {
 		add("execution_since", "info", e.At, sa.Identity[models.ExecUnrecordedPreAmendment], true,
@@ -126,15 +126,15 @@ func Disclose(f Facts) []Disclosure {
 	if unmeasured := sa.Rows - sa.Measured; unmeasured > 0 {
 		add("unmeasured_usage", "info", time.Time{}, unmeasured, true,
 			"%d of %d rows report no usage at all (total_tokens, tool_use_count and duration_ms all NULL, e.g. async_launched dispatches that never report). "+
-				"They stay NULL, never 0: averages are over the %d measured rows only.",
+				"They stay NULL, never 0: averages are over the measured rows only (%d).",
 			unmeasured, sa.Rows, sa.Measured)
 	}
 	if st.Shape == models.ShapeExecutionAware && st.ExecutionSince.State != models.KeyPresent {
 		add("execution_ids_trusted", "info", time.Time{}, sa.Identity[models.ExecRecorded], true,
 			"subagent_context_execution_since is absent, as Kandev ships it (its table is created execution-aware from the start). "+
-				"The execution ids of %d rows are trusted as real because the observed table shape is execution_aware (agent_execution_id in a three-column unique key); "+
+				"The execution ids of %s are trusted as real because the observed table shape is execution_aware (agent_execution_id in a three-column unique key); "+
 				"a reader applying AC-24b literally, which trusts ids only after execution_since, would discard them.",
-			sa.Identity[models.ExecRecorded])
+			rows(sa.Identity[models.ExecRecorded]))
 	}
 	out = append(out, f.provenRules()...)
 	out = append(out, f.healthRules()...)
@@ -149,40 +149,40 @@ func (f Facts) provenRules() []Disclosure {
 	sa, tu, se := f.Subagent, f.Turns, f.Sessions
 	if tu.Shortfall+se.Shortfall > 0 {
 		out = append(out, Disclosure{Rule: "writer_shortfall_turns", Severity: "warning", Count: tu.Shortfall, HasCount: true,
-			Text: fmt.Sprintf("%d turns and %d sessions started after capture_since have subagent-task messages whose tool call has no subagent row (the writer-health shortfall): "+
+			Text: fmt.Sprintf("%s and %s started after capture_since have subagent-task messages whose tool call has no subagent row (the writer-health shortfall): "+
 				"they are lower_bound, not complete, with writer_shortfall giving the missing count and fanout_lower_bound the tool calls known from rows and messages. "+
-				"writer_shortfall_turns lists the missing tool_call_ids.", tu.Shortfall, se.Shortfall)})
+				"writer_shortfall_turns lists the missing tool_call_ids.", turns(tu.Shortfall), sessions(se.Shortfall))})
 	}
 	if tu.MessagesOnly > 0 {
 		out = append(out, Disclosure{Rule: "messages_lower_bound", Severity: "info", Count: tu.MessagesOnly, HasCount: true,
-			Text: fmt.Sprintf("%d turns (%d sessions) have subagent-task messages but no subagent row: their fan-out is a lower bound from the messages (messages_expected, fanout_lower_bound), not unknown and not zero. "+
-				"Messages can be deleted too, so they never prove an exact count.", tu.MessagesOnly, se.MessagesOnly)})
+			Text: fmt.Sprintf("%s (%s) %s subagent-task messages but no subagent row: their fan-out is a lower bound from the messages (messages_expected, fanout_lower_bound), not unknown and not zero. "+
+				"Messages can be deleted too, so they never prove an exact count.", turns(tu.MessagesOnly), sessions(se.MessagesOnly), agree(tu.MessagesOnly, "has", "have"))})
 	}
 	if n := sa.NullTurn + sa.MissingTurn; n > 0 {
 		out = append(out, Disclosure{Rule: "unattributed_rows", Severity: "warning", Count: n, HasCount: true,
-			Text: fmt.Sprintf("%d subagent rows cannot be placed in a turn (%d with turn_id NULL, which is ordinary, AC-2a; %d naming a turn that is not in the snapshot): "+
-				"they are kept and counted in their sessions (turn_attribution says which), but per-turn views cannot place them, so the %d turns of their sessions that would otherwise be complete are at most lower_bound "+
-				"(unattributed_session_rows gives the count per turn).", n, sa.NullTurn, sa.MissingTurn, tu.Unplaceable)})
+			Text: fmt.Sprintf("%s cannot be placed in a turn (%d with turn_id NULL, which is ordinary, AC-2a; %d naming a turn that is not in the snapshot): "+
+				"they are kept and counted in their sessions (turn_attribution says which), but per-turn views cannot place them, so the turns of their sessions that would otherwise be complete (%d) are at most lower_bound "+
+				"(unattributed_session_rows gives the count per turn).", counted(n, "subagent row", "subagent rows"), sa.NullTurn, sa.MissingTurn, tu.Unplaceable)})
 	}
 	if tu.Overlap+se.Overlap > 0 {
 		out = append(out, Disclosure{Rule: "live_backfill_overlap", Severity: "warning", Count: tu.Overlap, HasCount: true,
-			Text: fmt.Sprintf("%d turns (%d sessions) have a live row and a backfill row for the same tool call (AC-22's DO NOTHING cannot catch a live row with a real execution id): "+
-				"subagents_observed counts rows, distinct_tool_calls counts tool calls, live_backfill_overlap the tool calls with both, and an exact fanout counts each such tool call once.", tu.Overlap, se.Overlap)})
+			Text: fmt.Sprintf("%s (%s) %s a live row and a backfill row for the same tool call (AC-22's DO NOTHING cannot catch a live row with a real execution id): "+
+				"subagents_observed counts rows, distinct_tool_calls counts tool calls, live_backfill_overlap the tool calls with both, and an exact fanout counts each such tool call once.", turns(tu.Overlap), sessions(se.Overlap), agree(tu.Overlap, "has", "have"))})
 	}
 	if tu.RowsBeyond+se.RowsBeyond > 0 {
 		out = append(out, Disclosure{Rule: "rows_beyond_tool_calls", Severity: "warning", Count: tu.RowsBeyond, HasCount: true,
-			Text: fmt.Sprintf("%d turns (%d sessions) hold more subagent rows than distinct tool calls, beyond a backfill row duplicating a live one: "+
+			Text: fmt.Sprintf("%s (%s) %s more subagent rows than distinct tool calls, beyond a backfill row duplicating a live one: "+
 				"a tool call with rows of two executions (a cross-execution collision, AC-32: one invocation seen twice, or two sharing an id) or a row whose tool_call_id is empty or unreadable (AC-2 writes none). "+
-				"The rows cannot say how many invocations they are, so the fan-out is lower_bound, never complete: fanout_lower_bound counts the distinct tool calls, subagents_observed the rows.", tu.RowsBeyond, se.RowsBeyond)})
+				"The rows cannot say how many invocations they are, so the fan-out is lower_bound, never complete: fanout_lower_bound counts the distinct tool calls, subagents_observed the rows.", turns(tu.RowsBeyond), sessions(se.RowsBeyond), agree(tu.RowsBeyond, "holds", "hold"))})
 	}
 	if tu.Ambiguous+se.Ambiguous > 0 {
 		out = append(out, Disclosure{Rule: "capture_boundary_ambiguous_activity", Severity: "info", Count: tu.Ambiguous, HasCount: true,
-			Text: fmt.Sprintf("%d turns and %d sessions started inside the second after a second-precise capture_since, where the true boundary lies: they are lower_bound and flagged capture_boundary_ambiguous.", tu.Ambiguous, se.Ambiguous)})
+			Text: fmt.Sprintf("%s and %s started inside the second after a second-precise capture_since, where the true boundary lies: they are lower_bound and flagged capture_boundary_ambiguous.", turns(tu.Ambiguous), sessions(se.Ambiguous))})
 	}
 	if sa.SentinelVariants > 0 {
 		out = append(out, Disclosure{Rule: "sentinel_variants", Severity: "warning", Count: sa.SentinelVariants, HasCount: true,
-			Text: fmt.Sprintf("%d rows have an agent_execution_id that is empty, blank, or differs from the 'unknown' sentinel only by case or whitespace (AC-31 allows only 'unknown'): "+
-				"they are classified as unrecorded with execution_id NULL, never counted as executions, and each is flagged in rejects.", sa.SentinelVariants)})
+			Text: fmt.Sprintf("%s %s an agent_execution_id that is empty, blank, or differs from the 'unknown' sentinel only by case or whitespace (AC-31 allows only 'unknown'): "+
+				"they are classified as unrecorded with execution_id NULL, never counted as executions, and each is flagged in rejects.", rows(sa.SentinelVariants), agree(sa.SentinelVariants, "has", "have"))})
 	}
 	return out
 }
@@ -194,9 +194,9 @@ func (f Facts) integrityRules() []Disclosure {
 	sa := f.Subagent
 	if n := sa.Orphans + f.Turns.Orphans; n > 0 {
 		out = append(out, Disclosure{Rule: "orphan_rows", Severity: "warning", Count: n, HasCount: true,
-			Text: fmt.Sprintf("%d rows reference a session that is not in task_sessions (%d subagent rows, %d turns; Kandev's foreign key would have deleted them with the session). "+
+			Text: fmt.Sprintf("%s %s a session that is not in task_sessions (%s, %s; Kandev's foreign key would have deleted them with the session). "+
 				"They are kept and counted, and flagged in rejects (action 'flagged'); an inner join to dim_session drops them, so join with LEFT JOIN to see them.",
-				n, sa.Orphans, f.Turns.Orphans)})
+				rows(n), agree(n, "references", "reference"), counted(sa.Orphans, "subagent row", "subagent rows"), turns(f.Turns.Orphans))})
 	}
 	dims := f.Tasks.DuplicateIDs + f.Workflows.DuplicateIDs + f.Steps.DuplicateIDs
 	if n := sa.DuplicateIDs + sa.DuplicateKeys + f.Sessions.DuplicateIDs + f.Turns.DuplicateIDs + dims; n > 0 {
@@ -239,9 +239,9 @@ func (f Facts) rejectRules() []Disclosure {
 		return nil
 	}
 	return []Disclosure{{Rule: "rejects", Severity: "warning", Count: f.Rejected, HasCount: true,
-		Text: fmt.Sprintf("%d entries in the rejects view: %d whole rows quarantined (not in the fact tables) and %d values set to NULL, repaired or flagged with the row kept. "+
+		Text: fmt.Sprintf("%s in the rejects view: %d whole rows quarantined (not in the fact tables) and %d values set to NULL, repaired or flagged with the row kept. "+
 			"Each is listed with its table, row id, column, raw value, reason and action.",
-			f.Rejected, f.RejRows, f.Rejected-f.RejRows)}}
+			counted(f.Rejected, "entry", "entries"), f.RejRows, f.Rejected-f.RejRows)}}
 }
 
 // DisclosureSchema is the disclosures table.
@@ -321,3 +321,24 @@ func deref(s *string) (string, bool) {
 	}
 	return *s, true
 }
+
+// counted renders a count with its noun, singular for one: "1 turn",
+// "2 turns", "0 turns".
+func counted(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// agree is the verb form that agrees with a count: agree(1, "has", "have").
+func agree(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func turns(n int64) string    { return counted(n, "turn", "turns") }
+func sessions(n int64) string { return counted(n, "session", "sessions") }
+func rows(n int64) string     { return counted(n, "row", "rows") }
