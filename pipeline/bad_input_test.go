@@ -502,7 +502,7 @@ func TestRowLevelProblemsAreListedNotDropped(t *testing.T) {
 		// computed by the source, include it (the rejects view says why
 		// the fact has one row fewer).
 		{`SELECT sum(subagents_observed) FROM dim_turn`, "253"},
-		{`SELECT count || '|' || (text LIKE '23 entries in the rejects view: 1 whole rows quarantined%') FROM disclosures WHERE rule = 'rejects'`, "23|true"},
+		{`SELECT count || '|' || (text LIKE '23 entries in the rejects view: 1 whole row quarantined (not in the fact tables) and 22 values set to NULL%') FROM disclosures WHERE rule = 'rejects'`, "23|true"},
 		{`SELECT rejected_values FROM installations`, "23"},
 	}
 	for _, c := range checks {

@@ -239,9 +239,9 @@ func (f Facts) rejectRules() []Disclosure {
 		return nil
 	}
 	return []Disclosure{{Rule: "rejects", Severity: "warning", Count: f.Rejected, HasCount: true,
-		Text: fmt.Sprintf("%s in the rejects view: %d whole rows quarantined (not in the fact tables) and %d values set to NULL, repaired or flagged with the row kept. "+
+		Text: fmt.Sprintf("%s in the rejects view: %s quarantined (not in the fact tables) and %s set to NULL, repaired or flagged with the row kept. "+
 			"Each is listed with its table, row id, column, raw value, reason and action.",
-			counted(f.Rejected, "entry", "entries"), f.RejRows, f.Rejected-f.RejRows)}}
+			counted(f.Rejected, "entry", "entries"), counted(f.RejRows, "whole row", "whole rows"), counted(f.Rejected-f.RejRows, "value", "values"))}}
 }
 
 // DisclosureSchema is the disclosures table.

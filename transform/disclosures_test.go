@@ -34,7 +34,7 @@ func TestDisclosureCountsAgree(t *testing.T) {
 		"messages_lower_bound":   "1 turn (0 sessions) has subagent-task messages",
 		"sentinel_variants":      "1 row has an agent_execution_id",
 		"orphan_rows":            "1 row references a session that is not in task_sessions (1 subagent row, 0 turns;",
-		"rejects":                "1 entry in the rejects view",
+		"rejects":                "1 entry in the rejects view: 1 whole row quarantined (not in the fact tables) and 0 values set to NULL",
 	} {
 		if got := text(f, rule); !strings.HasPrefix(got, want) {
 			t.Errorf("%s: %q, want it to begin %q", rule, got, want)
