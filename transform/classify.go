@@ -202,9 +202,9 @@ type FanoutResult struct {
 // (writer shortfall), and (turns) no row of its session is unplaced. Rows
 // before capture_since and messages are evidence: with any, the count is a
 // lower bound; with none, unknown — never zero. The exact fan-out counts a
-// backfill row that duplicates a live row's tool call once; more rows than
-// that leaves tool calls (a collision, a row without a tool call) make the
-// count a lower bound.
+// backfill row that duplicates a live row's tool call once; any further
+// excess of rows over distinct tool calls (a collision, a row without a
+// tool call) makes the count a lower bound.
 func (c Classifier) Fanout(in FanoutInput) FanoutResult {
 	r := FanoutResult{LowerBound: max(in.Messages.LowerBound, in.Distinct)}
 	capture := c.State.CaptureSince
