@@ -12,7 +12,7 @@ COMMENT ON COLUMN fanout_by_turn.fanout_lower_bound IS 'Distinct tool calls know
 COMMENT ON COLUMN fanout_by_turn.messages_expected IS 'Distinct tool calls named by the turn''s subagent-task messages (messages can be deleted: a lower bound).';
 COMMENT ON COLUMN fanout_by_turn.writer_shortfall IS 'Tool calls of the turn''s messages at or after capture_since with no subagent row (writer health''s shortfall, placed here); NULL when not measured.';
 COMMENT ON COLUMN fanout_by_turn.unattributed_session_rows IS 'Rows of the turn''s session that name no turn of the snapshot: any may belong to this turn, so it is at most lower_bound.';
-COMMENT ON COLUMN fanout_by_turn.fanout_completeness IS 'complete (proven: started at/after capture_since outside its ambiguous second, no writer shortfall, no unplaced row in the session) | lower_bound (rows or messages exist: at least fanout_lower_bound) | unknown (no evidence: not zero).';
+COMMENT ON COLUMN fanout_by_turn.fanout_completeness IS 'complete (proven: started at/after capture_since outside its ambiguous second, no writer shortfall, no more rows than tool calls beyond the live/backfill overlap, no unplaced row in the session) | lower_bound (rows or messages exist: at least fanout_lower_bound) | unknown (no evidence: not zero).';
 COMMENT ON COLUMN fanout_by_turn.subagents_observed IS 'Rows observed for this turn: always given, but only a lower bound unless complete.';
 COMMENT ON COLUMN fanout_by_turn.installation_id IS 'Stable installation name (--installation); every row carries it.';
 COMMENT ON COLUMN fanout_by_turn.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
