@@ -1,10 +1,12 @@
 package extract
 
 import (
+	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // SQLite's JSON functions, as far as the message pass needs them, on a TEXT
@@ -181,8 +183,9 @@ var strStop = func() (t [256]bool) {
 func (p *jsonParser) str() bool {
 	p.i++
 	for p.i < len(p.s) {
-		// Plain content in a tight loop.
-		i, s := p.i, p.s
+		// Plain content: eight bytes at a time while none can end it,
+		// then byte by byte.
+		i, s := skipPlain(p.s, p.i), p.s
 		for i < len(s) && !strStop[s[i]] {
 			i++
 		}
@@ -215,6 +218,28 @@ func (p *jsonParser) str() bool {
 		}
 	}
 	return false
+}
+
+// skipPlain returns the index of the first 8-byte block of s from i that
+// may hold a quote, a backslash or a control character (or the last
+// index from which fewer than 8 bytes remain). Each test flags a byte when
+// it is one of those, never missing one (the classic "has a zero byte"
+// arithmetic: a block with no flag has none of them).
+func skipPlain(s string, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ ('"' * ones)
+		bs := x ^ ('\\' * ones)
+		if ((q-ones)&^q|(bs-ones)&^bs|(x-0x20*ones)&^x)&highs != 0 {
+			return i
+		}
+	}
+	return i
 }
 
 func isHex4(s string) bool {
@@ -373,7 +398,7 @@ func validSubagentTask(s string) (valid, kind bool, tc any) {
 	r := jsonParser{s: s}
 	if norm >= 0 && s[norm] == '{' {
 		r.i = norm
-		kind = r.normalizedKind()
+		kind = r.firstKind()
 	}
 	if call >= 0 {
 		r.i = call
@@ -433,6 +458,39 @@ func (p *jsonParser) normalizedKind() bool {
 		p.skip()
 	})
 	return kind
+}
+
+// firstKind is normalizedKind without moving past the object: it reads
+// the (valid) object at p.i only up to its first "kind" member, where
+// normalizedKind reads it to its end.
+func (p *jsonParser) firstKind() bool {
+	p.i++ // {
+	p.space()
+	for p.s[p.i] != '}' {
+		start := p.i
+		p.i = skipString(p.s, p.i)
+		key := p.s[start+1 : p.i-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = unescapeJSON(key)
+		}
+		p.space()
+		p.i++ // :
+		p.space()
+		if key == "kind" {
+			if p.s[p.i] != '"' {
+				return false
+			}
+			start := p.skip()
+			return unescapeJSON(p.s[start+1:p.i-1]) == "subagent_task"
+		}
+		p.skip()
+		p.space()
+		if p.s[p.i] == ',' {
+			p.i++
+			p.space()
+		}
+	}
+	return false
 }
 
 // members calls fn for each member of the object at p.i with p.i at the

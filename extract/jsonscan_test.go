@@ -20,6 +20,10 @@ var jsonCorpus = []string{
 	"\"\x80\xff\"", "[1]\x00garbage", "\x00", "", "  ", "\f[1]", "[1]\v", "\u00a0[1]", "\ufeff[1]", "// c\n[1]", "/*c*/[1]",
 	`{"a":1}garbage`, `{"a":1}}`, `[[[]]]`, `{"a":{"b":{"c":[1,{"d":null}]}}}`,
 	`{"normalized":{"kind":"subagent_task"},"tool_call_id":"toolu_1"}`,
+	`{"normalized":{"a":{"kind":"x"},"b":[1,"}\"kind\":"],"kind":"subagent_task"}}`,
+	`{"normalized":{ "a" : 1 , "kind" : "subagent_task" , "z":2 }}`, `{"normalized":{ }}`, `{"normalized":{"a":1}}`,
+	`{"normalized":{"a":{"kind":"subagent_task"}}}`, `{"normalized":{"ki\u006ed":"subagent_task"}}`,
+	`{"normalized":{"kind":"subagent_task\u0000"}}`, `{"normalized":{"kind":"subagent_task"` + "\x00" + `"}}`,
 	`{"normalized":{"kind":"subagent\u005ftask"},"tool_call_id":"t\u0041"}`,
 	`{"normalized":{"kind":"subagent_task","kind":"other"},"tool_call_id":"first","tool_call_id":"second"}`,
 	`{"normalized":{"kind":"other","kind":"subagent_task"}}`,
@@ -175,4 +179,32 @@ func TestJSONScanMatchesSQLite(t *testing.T) {
 func strconvFloat(x float64, f byte) string {
 	s := fmt.Sprintf("%"+string(f), x)
 	return s
+}
+
+// TestSkipPlainNeverSkipsAStop: the 8-byte skip of a string's plain
+// content passes no quote, backslash or control character, wherever it
+// stands among plain ASCII or UTF-8 bytes, and stops only within the last
+// 8 bytes of a string that has none.
+func TestSkipPlainNeverSkipsAStop(t *testing.T) {
+	for _, fill := range []byte{'a', 0x7f, 0x80, 0xc3, 0xff, '!', '#', '[', ']'} {
+		plain := strings.Repeat(string([]byte{fill}), 29)
+		if got := skipPlain(plain, 0); got < len(plain)-7 {
+			t.Fatalf("fill %#x: stopped at %d of %d with nothing to stop at", fill, got, len(plain))
+		}
+		for v := 0; v < 256; v++ {
+			for pos := 0; pos < len(plain); pos++ {
+				b := []byte(plain)
+				b[pos] = byte(v)
+				for start := 0; start <= pos; start++ {
+					got := skipPlain(string(b), start)
+					if strStop[v] && got > pos {
+						t.Fatalf("fill %#x: %#x at %d skipped from %d to %d", fill, v, pos, start, got)
+					}
+					if !strStop[v] && got < len(b)-7 {
+						t.Fatalf("fill %#x: plain %#x at %d: stopped at %d from %d", fill, v, pos, got, start)
+					}
+				}
+			}
+		}
+	}
 }
