@@ -116,6 +116,10 @@ const (
 	sourceBackfill = 2
 )
 
+// fanoutRowLimit is the number of subagent rows at which the fan-out stops
+// counting (its counts are 32 bits); a variable so a test can reach it.
+var fanoutRowLimit uint64 = math.MaxUint32
+
 // fanRow counts one subagent row: its turn, session and tool call bounded
 // as the join bounds them (NULL over 1 MiB), and its source class. It
 // returns the row's groups for the evidence (addSubagentIn).
@@ -124,8 +128,9 @@ func (p *msgPass) fanRow(turn, sess, tc sqlValue, class int64) rowGroups {
 	if f == nil || f.full {
 		return rowGroups{}
 	}
-	if f.rows++; f.rows >= math.MaxUint32 || len(p.turns.values) >= noGroup-1 || len(p.sess.values) >= noGroup-1 {
+	if f.rows++; f.rows >= fanoutRowLimit || len(p.turns.values) >= noGroup-1 || len(p.sess.values) >= noGroup-1 {
 		f.full = true
+		p.unkeepCalls()
 		return rowGroups{}
 	}
 	ti, si := uint32(noGroup), uint32(noGroup)
@@ -150,6 +155,7 @@ func (p *msgPass) fanRow(turn, sess, tc sqlValue, class int64) rowGroups {
 		c.sess |= flagBit
 	}
 	f.calls = append(f.calls, c)
+	g.kept = true
 	return g
 }
 
@@ -168,16 +174,29 @@ func countRow(n []groupCounts, g uint32, class int64) []groupCounts {
 	return n
 }
 
+// unkeepCalls gives up the kept calls when the fan-out stops counting: the
+// evidence's search (addSubagentIn) is done for each of them now.
+func (p *msgPass) unkeepCalls() {
+	for _, c := range p.fan.calls {
+		p.evidenceOnly(c.turn&groupMask, c.sess&groupMask, c.tc)
+	}
+	p.fan.calls = nil
+}
+
 // finishFanout counts the distinct tool calls per group (the calls sorted
 // by group and hash, once per side) and returns the fan-out, or nil when
-// it was not counted.
+// it was not counted. On the way it adds to turnOnly and sessOnly the
+// calls of the messages' groups that no message of the group names (the
+// evidence's part of addSubagentIn for the kept calls): a merge with the
+// sorted turnTC and sessTC.
 func (p *msgPass) finishFanout() *Fanout {
 	f := p.fan
 	p.fan = nil
 	if f == nil || f.full {
 		return nil
 	}
-	distinct := func(n []groupCounts, group func(c fanCall) uint32) {
+	distinct := func(n []groupCounts, group func(c fanCall) uint32, named []member, groups uint32, only *[]member) {
+		j := 0 // in named, sorted as the calls are: by group, then hash
 		slices.SortFunc(f.calls, func(a, b fanCall) int {
 			if ga, gb := group(a), group(b); ga != gb {
 				return cmpUint32(ga, gb)
@@ -193,12 +212,12 @@ func (p *msgPass) finishFanout() *Fanout {
 		for i := 0; i < len(f.calls); {
 			g, h := group(f.calls[i]), f.calls[i].tc
 			var live, backfill int32
-			j := i
-			for ; j < len(f.calls) && group(f.calls[j]) == g && f.calls[j].tc == h; j++ {
-				if f.calls[j].turn&flagBit != 0 {
+			k := i
+			for ; k < len(f.calls) && group(f.calls[k]) == g && f.calls[k].tc == h; k++ {
+				if f.calls[k].turn&flagBit != 0 {
 					live = 1
 				}
-				if f.calls[j].sess&flagBit != 0 {
+				if f.calls[k].sess&flagBit != 0 {
 					backfill = 1
 				}
 			}
@@ -206,11 +225,19 @@ func (p *msgPass) finishFanout() *Fanout {
 				n[g].distinct++
 				n[g].overlap += live + backfill - 1
 			}
-			i = j
+			if g < groups {
+				m := newMember(g, h)
+				for ; j < len(named) && cmpMember(named[j], m) < 0; j++ {
+				}
+				if j == len(named) || named[j] != m {
+					*only = append(*only, m)
+				}
+			}
+			i = k
 		}
 	}
-	distinct(f.turnN, func(c fanCall) uint32 { return c.turn & groupMask })
-	distinct(f.sessN, func(c fanCall) uint32 { return c.sess & groupMask })
+	distinct(f.turnN, func(c fanCall) uint32 { return c.turn & groupMask }, p.turnTC, p.msgTurns, &p.turnOnly)
+	distinct(f.sessN, func(c fanCall) uint32 { return c.sess & groupMask }, p.sessTC, p.msgSess, &p.sessOnly)
 	f.calls = nil
 	return &Fanout{turns: fanoutSide{groups: p.turns, counts: f.turnN}, sessions: fanoutSide{groups: p.sess, counts: f.sessN}}
 }

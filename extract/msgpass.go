@@ -471,6 +471,13 @@ type groupTable struct {
 	values []string // by index: the id as the evidence prints it
 	odd    map[uint32]sqlValue
 	keep   chunkedStrings // the ids' bytes: copies, not the reader's chunks (textArena)
+	// The TEXT group id last found (lastOK): rows of one turn or session
+	// mostly follow each other in a table, so most ids are found here
+	// without hashing. Only id, which the pass alone calls, reads it: a
+	// finished table stays read-only (Fanout).
+	last   string
+	lastID uint32
+	lastOK bool
 }
 
 // sqlKey is a map key for an id that is not TEXT.
@@ -485,9 +492,21 @@ func newGroupTable() groupTable {
 }
 
 func (t *groupTable) id(v sqlValue) uint32 {
-	if i, ok := t.lookup(v); ok {
-		return i
+	if v.tag == tagText && t.lastOK && v.s == t.last {
+		return t.lastID
 	}
+	i, ok := t.lookup(v)
+	if !ok {
+		i = t.add(v)
+	}
+	if v.tag == tagText {
+		t.last, t.lastID, t.lastOK = t.values[i], i, true
+	}
+	return i
+}
+
+// add numbers a new group.
+func (t *groupTable) add(v sqlValue) uint32 {
 	i := uint32(len(t.values))
 	v.s = appendChunked(&t.keep, v.s)
 	t.values = append(t.values, v.s)
@@ -785,6 +804,7 @@ type rowGroups struct {
 	turn, sess uint32
 	h          uint64
 	ok         bool
+	kept       bool // the fan-out kept the row's tool call (fanAcc.calls)
 }
 
 // addSubagentIn is addSubagent with the row's groups when known.
@@ -810,6 +830,12 @@ func (p *msgPass) addSubagentIn(turn, sess, tc sqlValue, since bool, observed ti
 	if !tc.nonEmpty() {
 		return
 	}
+	if g.kept {
+		// The fan-out kept the row's tool call with its groups: finish
+		// looks the call up in the messages' sets then, by a merge of the
+		// two sorted lists (finishFanout), instead of a search per row.
+		return
+	}
 	// Only the messages' groups (the fan-out adds others after them).
 	ti, ts, h := g.turn, g.sess, g.h
 	if !g.ok {
@@ -821,20 +847,27 @@ func (p *msgPass) addSubagentIn(turn, sess, tc sqlValue, since bool, observed ti
 			ts = i
 		}
 	}
-	if i := ti; i < p.msgTurns {
-		if h == 0 {
-			h = p.hash64(tc)
-		}
-		m := newMember(i, h)
+	if ti >= p.msgTurns && ts >= p.msgSess {
+		return
+	}
+	if h == 0 {
+		h = p.hash64(tc)
+	}
+	p.evidenceOnly(ti, ts, h)
+}
+
+// evidenceOnly notes a subagent row's tool call (hash h) of turn group ti
+// and session group ts (noGroup: none) when no message of the group names
+// it; only the messages' groups count.
+func (p *msgPass) evidenceOnly(ti, ts uint32, h uint64) {
+	if ti < p.msgTurns {
+		m := newMember(ti, h)
 		if _, found := slices.BinarySearchFunc(p.turnTC, m, cmpMember); !found {
 			p.turnOnly = append(p.turnOnly, m)
 		}
 	}
-	if i := ts; i < p.msgSess {
-		if h == 0 {
-			h = p.hash64(tc)
-		}
-		m := newMember(i, h)
+	if ts < p.msgSess {
+		m := newMember(ts, h)
 		if _, found := slices.BinarySearchFunc(p.sessTC, m, cmpMember); !found {
 			p.sessOnly = append(p.sessOnly, m)
 		}
@@ -970,14 +1003,15 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 			set(i)
 		}
 	}
+	// The fan-out first: it adds to turnOnly and sessOnly the tool calls
+	// it kept that no message of the group names.
+	ev.Fanout = p.finishFanout() // it keeps the tables' indexes
+	if ev.Fanout == nil {
+		p.turns.slots, p.turns.other = nil, nil // only the values are needed now
+	}
 	te, tu := expected(p.turnTC, &p.turns, p.turnOnly, p.msgTurns)
 	se, su := expected(p.sessTC, &p.sess, p.sessOnly, p.msgSess)
 	p.turnTC, p.sessTC, p.turnOnly, p.sessOnly = nil, nil, nil, nil
-	if p.fan != nil {
-		ev.Fanout = p.finishFanout() // it keeps the tables' indexes
-	} else {
-		p.turns.slots, p.turns.other = nil, nil // only the values are needed now
-	}
 	ev.Turns = make(map[string]models.MessageCounts, p.msgTurns)
 	ev.Sessions = make(map[string]models.MessageCounts, p.msgSess)
 	put(ev.Turns, &p.turns, te, tu, p.msgTurns)

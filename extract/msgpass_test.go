@@ -395,3 +395,80 @@ func TestMessagePassPostgres(t *testing.T) {
 		}
 	})
 }
+
+// TestMessagePassFanoutGivenUp: when the fan-out stops counting midway
+// (more rows than its 32-bit counts hold, here a limit lowered to reach
+// it), the tool calls it kept until then still reach the evidence, which
+// is the same as without the fan-out; and no fan-out is returned.
+func TestMessagePassFanoutGivenUp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gen.db")
+	if _, err := storegen.Generate(context.Background(), path, storegen.LargeOptions(0.001)); err != nil {
+		t.Fatal(err)
+	}
+	// Subagent rows whose tool calls no message names, in turns and
+	// sessions that messages name.
+	testkit.SQLiteExec(t, path,
+		`CREATE TEMP TABLE x AS SELECT * FROM task_session_subagents WHERE tool_call_id <> '' LIMIT 7`,
+		`UPDATE x SET id = id || '-only', tool_call_id = 'only-' || tool_call_id`,
+		`INSERT INTO task_session_subagents SELECT * FROM x`)
+	db := testkit.SourceDB(t, path)
+	src, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx := context.Background()
+	snap, state, since, subagents := beginWithState(t, src)
+	defer snap.Close()
+	health, _ := transform.HealthPlan(state)
+	var healthSince *time.Time
+	if health {
+		healthSince = since
+	}
+	plan, err := PlanScans(ctx, snap, subagents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, plainCounts, err := ReadMessages(ctx, snap, since, subagents, healthSince)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	if err := db.QueryRow(`SELECT count(*) FROM task_session_subagents`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []uint64{1, uint64(rows) / 2, uint64(rows)} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			old := fanoutRowLimit
+			fanoutRowLimit = limit
+			defer func() { fanoutRowLimit = old }()
+			got, gotCounts, err := ReadMessagesAndFanout(ctx, snap, since, subagents, healthSince, plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Fanout != nil {
+				t.Error("a fan-out was returned after it stopped counting")
+			}
+			if !reflect.DeepEqual(plain.Turns, got.Turns) {
+				t.Errorf("per-turn evidence differs:\n%s", mapDiff(got.Turns, plain.Turns))
+			}
+			if !reflect.DeepEqual(plain.Sessions, got.Sessions) {
+				t.Errorf("per-session evidence differs:\n%s", mapDiff(got.Sessions, plain.Sessions))
+			}
+			if !reflect.DeepEqual(plainCounts, gotCounts) {
+				t.Errorf("health %+v, want %+v", gotCounts, plainCounts)
+			}
+		})
+	}
+	var only [2]int
+	for i, m := range []map[string]models.MessageCounts{plain.Turns, plain.Sessions} {
+		for _, c := range m {
+			if c.LowerBound > c.Expected {
+				only[i]++
+			}
+		}
+	}
+	if only[0] == 0 || only[1] == 0 {
+		t.Fatalf("turns, sessions with a tool call that no message names: %v; the test proves nothing", only)
+	}
+}
