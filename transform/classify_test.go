@@ -126,6 +126,12 @@ func TestCaptureWindowOneMicrosecond(t *testing.T) {
 	if got := c.Row(at("2026-08-05 10:00:00+00:00"), "live", "e1", true, "", false).Window; got != models.NoBoundary {
 		t.Errorf("no key: window = %s, want no_boundary", got)
 	}
+	// A turn or session whose started_at is NULL or unparseable: no window
+	// even with a valid key (the catalog says so).
+	keyed := Classifier{State: Installation(meta(models.KeyCaptureSince, "2026-08-05T10:00:00Z", models.KeyBackfillThrough, ""), models.ShapeExecutionAware)}
+	if got := keyed.Window(time.Time{}, false); got != models.NoBoundary {
+		t.Errorf("no start: window = %s, want no_boundary", got)
+	}
 }
 
 func TestExecutionIdentity(t *testing.T) {
@@ -200,6 +206,7 @@ func TestFanoutCompleteness(t *testing.T) {
 		{"no key, rows", none, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutLowerBound, 0, false, 1, false},
 		{"no key, none", none, "2026-08-06 00:00:00+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
 		{"unreadable start", activated, "", false, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
+		{"unreadable start, rows: a lower bound, never complete", activated, "", false, FanoutInput{Rows: 2, Distinct: 2}, models.FanoutLowerBound, 0, false, 2, false},
 		{"no table", absent, "2026-08-06 00:00:00+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
 		{"no table, messages: a lower bound", absent, "2026-08-06 00:00:00+00:00", true, FanoutInput{Messages: msgs(3, 3, 0)}, models.FanoutLowerBound, 0, false, 3, false},
 	}

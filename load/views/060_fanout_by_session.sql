@@ -14,11 +14,11 @@ COMMENT ON COLUMN fanout_by_session.run_id IS 'The extraction run that wrote the
 COMMENT ON COLUMN fanout_by_session.session_id IS 'Session id (task_sessions.id).';
 COMMENT ON COLUMN fanout_by_session.task_id IS 'Task (card) id.';
 COMMENT ON COLUMN fanout_by_session.state IS 'Session state as stored (CREATED, RUNNING, ...).';
-COMMENT ON COLUMN fanout_by_session.started_at IS 'When the session started (UTC); compared with capture_since at extraction for completeness.';
+COMMENT ON COLUMN fanout_by_session.started_at IS 'When the session started (UTC); compared with capture_since at extraction for completeness. NULL when the source has none or it does not parse (see rejects): then capture_window is no_boundary and fanout_completeness is never complete.';
 COMMENT ON COLUMN fanout_by_session.subagents_observed IS 'Subagent rows observed: always given, but only a lower bound unless fanout_completeness = ''complete''; at 0 under unknown it is not a zero.';
 COMMENT ON COLUMN fanout_by_session.subagents_observed_live IS 'Of subagents_observed, rows with source = ''live''.';
 COMMENT ON COLUMN fanout_by_session.subagents_observed_backfill IS 'Of subagents_observed, rows with source = ''backfill''.';
-COMMENT ON COLUMN fanout_by_session.capture_window IS 'Where the session''s started_at falls against capture_since: after_capture | before_capture | no_boundary.';
+COMMENT ON COLUMN fanout_by_session.capture_window IS 'Where the session''s started_at falls against capture_since: after_capture | before_capture | no_boundary (no valid capture_since, or no started_at).';
 COMMENT ON COLUMN fanout_by_session.distinct_tool_calls IS 'Distinct tool calls among the session''s rows (execution-agnostic): two rows for one tool call count once.';
 COMMENT ON COLUMN fanout_by_session.live_backfill_overlap IS 'Tool calls that have both a live and a backfill row (AC-22''s DO NOTHING cannot catch a live row with a real execution id): one invocation, counted once in an exact fanout.';
 COMMENT ON COLUMN fanout_by_session.messages_expected IS 'Distinct non-empty tool calls named by the session''s subagent-task messages (the health check''s rule). Messages can be deleted too: a lower bound, never exact.';

@@ -13,5 +13,5 @@ COMMENT ON COLUMN writer_shortfall_turns.missing IS 'How many: the turn''s write
 COMMENT ON COLUMN writer_shortfall_turns.installation_id IS 'Stable installation name (--installation); every row carries it.';
 COMMENT ON COLUMN writer_shortfall_turns.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';
 COMMENT ON COLUMN writer_shortfall_turns.session_id IS 'The session of the messages (task_sessions.id).';
-COMMENT ON COLUMN writer_shortfall_turns.turn_id IS 'The turn of the messages.';
+COMMENT ON COLUMN writer_shortfall_turns.turn_id IS 'The turn of the messages; NULL for messages that name none (NULL or empty turn_id).';
 COMMENT ON COLUMN writer_shortfall_turns.turn_started_at IS 'When the turn started; NULL when the turn is not in the snapshot.';
