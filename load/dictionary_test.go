@@ -189,7 +189,7 @@ func parseDictionary(t *testing.T, path string) (map[string]*docObject, []string
 			cur.disclosure = strings.TrimSpace(strings.TrimPrefix(line, "Disclosure:"))
 		case cur != nil && strings.HasPrefix(line, "|"):
 			if m := columnRow.FindStringSubmatch(line); m != nil {
-				cur.columns = append(cur.columns, docColumn{m[1], m[2], m[3]})
+				cur.columns = append(cur.columns, docColumn{m[1], m[2], strings.ReplaceAll(m[3], `\|`, "|")})
 			} else if !strings.HasPrefix(line, "| column | type | meaning |") && !strings.HasPrefix(line, "|---") {
 				t.Errorf("docs line %d: not a `| `column` | type | meaning |` row: %q", n, line)
 			}

@@ -24,6 +24,11 @@ var (
 	docRow     = regexp.MustCompile("^\\|\\s*`([a-z0-9_]+)`\\s*\\|\\s*([^|]+?)\\s*\\|\\s*(.*?)\\s*\\|$")
 )
 
+// unescapeCell undoes the escaping a Markdown table cell needs: a "|" in
+// a meaning is written "\|" (GitHub's tables split on a bare one, even
+// inside backticks).
+func unescapeCell(s string) string { return strings.ReplaceAll(s, `\|`, "|") }
+
 // parquetSections reads the sections under "## Parquet tables" of
 // docs/warehouse.md, by name (a heading names the table first, then its
 // views).
@@ -54,7 +59,7 @@ func parquetSections(t *testing.T) map[string]*docTable {
 			out[cur.names[0]] = cur
 		case cur != nil:
 			if m := docRow.FindStringSubmatch(line); m != nil {
-				cur.rows = append(cur.rows, [3]string{m[1], m[2], m[3]})
+				cur.rows = append(cur.rows, [3]string{m[1], m[2], unescapeCell(m[3])})
 			}
 		}
 	}
