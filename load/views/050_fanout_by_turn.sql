@@ -8,7 +8,7 @@ SELECT installation_id, run_id, turn_id, session_id, task_id, workflow_step_id_a
 
 COMMENT ON VIEW fanout_by_turn IS 'Subagent fan-out per turn. fanout is exact (and a true zero is 0) only when fanout_completeness = ''complete''; otherwise it is NULL and subagents_observed is a lower bound or, at 0, UNKNOWN rather than zero.';
 COMMENT ON COLUMN fanout_by_turn.fanout IS 'Exact number of subagent invocations (a backfill row duplicating a live row''s tool call counts once); NULL unless fanout_completeness = ''complete''.';
-COMMENT ON COLUMN fanout_by_turn.fanout_lower_bound IS 'Distinct tool calls known from the turn''s rows and its subagent-task messages together: the turn had at least this many subagents.';
+COMMENT ON COLUMN fanout_by_turn.fanout_lower_bound IS 'Distinct tool calls known from the turn''s rows and its subagent-task messages together: the turn had at least this many subagents. At 0 under unknown it is not a zero: there is no evidence.';
 COMMENT ON COLUMN fanout_by_turn.messages_expected IS 'Distinct tool calls named by the turn''s subagent-task messages (messages can be deleted: a lower bound).';
 COMMENT ON COLUMN fanout_by_turn.writer_shortfall IS 'Tool calls of the turn''s messages at or after capture_since with no subagent row (writer health''s shortfall, placed here); NULL when not measured.';
 COMMENT ON COLUMN fanout_by_turn.unattributed_session_rows IS 'Rows of the turn''s session that name no turn of the snapshot: any may belong to this turn, so it is at most lower_bound.';
