@@ -39,7 +39,7 @@ var catalog = []*Table{
 			opt("child_session_id", String, "Child session id as reported; NULL when not reported.").unique(),
 			opt("model", String, "Child model as reported; NULL when not reported."),
 			opt("agent_status", String, "Agent status verbatim (open vocabulary, e.g. `async_launched`); never decides terminality (AC-11). NULL when not reported."),
-			opt("tool_status", String, "ACP status of the launching tool call, verbatim; decides terminality (AC-11). NULL when not reported."),
+			opt("tool_status", String, "ACP status of the launching tool call, verbatim (an empty status stays `''`, never terminal); decides terminality (AC-11). NULL when not reported."),
 			req("is_terminal", Bool, "From `tool_status` in {complete, completed, success, error, failed, cancelled}; never from `agent_status` (AC-11)."),
 			req("is_async", Bool, "True when the subagent was launched asynchronously (sticky in Kandev)."),
 			opt("total_tokens", Int64, "As reported; NULL when not reported (never 0-filled, AC-7).").plain(),

@@ -454,3 +454,32 @@ func TestRowWithoutToolCallIsALowerBound(t *testing.T) {
 		t.Errorf("rows_beyond_tool_calls disclosure = %s", got)
 	}
 }
+
+// TestUnreportedDescriptorsAreNull pins what the catalog says of the
+// reported descriptors: agent_id, child_session_id, agent_status (and
+// subagent_type, model) are NULL when not reported, NULL or empty in the
+// source; tool_status is NULL when the source has none and an empty status
+// is kept verbatim, never terminal.
+func TestUnreportedDescriptorsAreNull(t *testing.T) {
+	t.Parallel()
+	path := copyFixture(t, "fresh-activated.db")
+	src := sourceDB(t, path)
+	ids := strings.Split(one(t, src, `SELECT group_concat(id, '|') FROM (SELECT id FROM task_session_subagents
+		WHERE agent_status IS NOT NULL ORDER BY id LIMIT 2)`), "|")
+	if len(ids) != 2 {
+		t.Fatalf("fixture rows: %v", ids)
+	}
+	sqliteExec(t, path,
+		`UPDATE task_session_subagents SET agent_id = '', child_session_id = '', agent_status = '', subagent_type = '', model = '', tool_status = NULL WHERE id = '`+ids[0]+`'`,
+		`UPDATE task_session_subagents SET agent_id = NULL, child_session_id = NULL, agent_status = NULL, subagent_type = NULL, model = NULL, tool_status = '' WHERE id = '`+ids[1]+`'`)
+	wh, _ := extractTo(t, path, "unreported")
+	db := duck(t, wh)
+	const q = `SELECT concat_ws('|', coalesce(agent_id, 'NULL'), coalesce(child_session_id, 'NULL'), coalesce(agent_status, 'NULL'),
+			coalesce(subagent_type, 'NULL'), coalesce(model, 'NULL'), coalesce('[' || tool_status || ']', 'NULL'), is_terminal)
+		FROM subagent_contexts WHERE subagent_id = ?`
+	for i, want := range []string{"NULL|NULL|NULL|NULL|NULL|NULL|false", "NULL|NULL|NULL|NULL|NULL|[]|false"} {
+		if got := one(t, db, q, ids[i]); got != want {
+			t.Errorf("row %d (%s): %s, want %s", i, ids[i], got, want)
+		}
+	}
+}

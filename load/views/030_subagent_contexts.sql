@@ -28,7 +28,7 @@ COMMENT ON COLUMN subagent_contexts.agent_id IS 'Child agent id as reported; NUL
 COMMENT ON COLUMN subagent_contexts.child_session_id IS 'Child session id as reported; NULL when not reported.';
 COMMENT ON COLUMN subagent_contexts.model IS 'Child model as reported; NULL when not reported.';
 COMMENT ON COLUMN subagent_contexts.agent_status IS 'Agent status verbatim (open vocabulary, e.g. async_launched); never decides terminality (AC-11). NULL when not reported.';
-COMMENT ON COLUMN subagent_contexts.tool_status IS 'ACP status of the launching tool call, verbatim; decides terminality (AC-11). NULL when not reported.';
+COMMENT ON COLUMN subagent_contexts.tool_status IS 'ACP status of the launching tool call, verbatim (an empty status stays '''', never terminal); decides terminality (AC-11). NULL when not reported.';
 COMMENT ON COLUMN subagent_contexts.is_async IS 'True when the subagent was launched asynchronously (sticky in Kandev).';
 COMMENT ON COLUMN subagent_contexts.observed_at IS 'When Kandev first observed the subagent (UTC, microseconds; the source''s nanoseconds truncated).';
 COMMENT ON COLUMN subagent_contexts.settled_at IS 'When a terminal tool_status was first observed (AC-11); NULL while outstanding (AC-10).';

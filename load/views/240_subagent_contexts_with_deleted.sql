@@ -28,7 +28,7 @@ COMMENT ON COLUMN subagent_contexts_with_deleted.agent_id IS 'Child agent id as 
 COMMENT ON COLUMN subagent_contexts_with_deleted.child_session_id IS 'Child session id as reported; NULL when not reported.';
 COMMENT ON COLUMN subagent_contexts_with_deleted.model IS 'Child model as reported; NULL when not reported.';
 COMMENT ON COLUMN subagent_contexts_with_deleted.agent_status IS 'Agent status verbatim (open vocabulary, e.g. async_launched); never decides terminality (AC-11). NULL when not reported.';
-COMMENT ON COLUMN subagent_contexts_with_deleted.tool_status IS 'ACP status of the launching tool call, verbatim; decides terminality (AC-11). NULL when not reported.';
+COMMENT ON COLUMN subagent_contexts_with_deleted.tool_status IS 'ACP status of the launching tool call, verbatim (an empty status stays '''', never terminal); decides terminality (AC-11). NULL when not reported.';
 COMMENT ON COLUMN subagent_contexts_with_deleted.is_terminal IS 'From tool_status in {complete, completed, success, error, failed, cancelled}; never from agent_status (AC-11).';
 COMMENT ON COLUMN subagent_contexts_with_deleted.is_async IS 'True when the subagent was launched asynchronously (sticky in Kandev).';
 COMMENT ON COLUMN subagent_contexts_with_deleted.total_tokens IS 'As reported; NULL when not reported (never 0-filled, AC-7).';
