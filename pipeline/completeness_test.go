@@ -250,3 +250,28 @@ func atoi(s string) int {
 	fmt.Sscan(s, &n)
 	return n
 }
+
+// upgraded-backfill with the messages of its two shortfall turns naming no
+// turn (turn_id ”: Kandev's schema makes it NOT NULL, and on PostgreSQL a
+// foreign key to the turns, so SQLite only): the shortfall is still
+// measured (it is keyed by session and tool call), and
+// fact_writer_shortfall and writer_shortfall_turns give its turn_id as
+// NULL, as the catalog says.
+func TestShortfallWithoutTurnIsNull(t *testing.T) {
+	t.Parallel()
+	store := testkit.CopyFixture(t, "upgraded-backfill.db")
+	testkit.SQLiteExec(t, store,
+		`UPDATE task_session_messages SET turn_id = '' WHERE turn_id LIKE 'b5eba0fc%' OR turn_id LIKE 'b9c1c3c9%'`)
+	src := testkit.SourceDB(t, store)
+	if got := testkit.One(t, src, `SELECT count(*) FROM task_session_messages WHERE turn_id LIKE 'b5eba0fc%' OR turn_id LIKE 'b9c1c3c9%'`); got != "0" {
+		t.Fatalf("%s messages still name the turns", got)
+	}
+	wh, _ := extractTo(t, store, "c")
+	db := testkit.Duck(t, wh)
+	if got := testkit.One(t, db, `SELECT count(*) || '|' || count(turn_id) FROM fact_writer_shortfall`); got != "2|0" {
+		t.Errorf("shortfall rows | with a turn_id: %s, want 2|0", got)
+	}
+	if got := testkit.One(t, db, `SELECT (SELECT shortfall FROM writer_health) || '|' || (SELECT sum(missing) FROM writer_shortfall_turns WHERE turn_id IS NULL AND turn_started_at IS NULL) || '|' || (SELECT count(*) FROM writer_shortfall_turns WHERE turn_id IS NOT NULL)`); got != "2|2|0" {
+		t.Errorf("health shortfall | listed without a turn | listed with one: %s, want 2|2|0", got)
+	}
+}
