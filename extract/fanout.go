@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/kandev/kandev-extract/extract/scans"
+	"github.com/kandev/kandev-extract/internal/offheap"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -105,7 +106,7 @@ const (
 // fanAcc collects the fan-out during the pass.
 type fanAcc struct {
 	turnN, sessN []groupCounts
-	calls        []fanCall
+	calls        offheap.List[fanCall]
 	rows         uint64
 	full         bool // too many rows or groups for 32 bits: not counted
 }
@@ -154,7 +155,7 @@ func (p *msgPass) fanRow(turn, sess, tc sqlValue, class int64) rowGroups {
 	case sourceBackfill:
 		c.sess |= flagBit
 	}
-	f.calls = append(f.calls, c)
+	f.calls.Append(c)
 	g.kept = true
 	return g
 }
@@ -177,10 +178,10 @@ func countRow(n []groupCounts, g uint32, class int64) []groupCounts {
 // unkeepCalls gives up the kept calls when the fan-out stops counting: the
 // evidence's search (addSubagentIn) is done for each of them now.
 func (p *msgPass) unkeepCalls() {
-	for _, c := range p.fan.calls {
+	for _, c := range p.fan.calls.All() {
 		p.evidenceOnly(c.turn&groupMask, c.sess&groupMask, c.tc)
 	}
-	p.fan.calls = nil
+	p.fan.calls.Free()
 }
 
 // finishFanout counts the distinct tool calls per group (the calls sorted
@@ -195,9 +196,11 @@ func (p *msgPass) finishFanout() *Fanout {
 	if f == nil || f.full {
 		return nil
 	}
+	defer f.calls.Free()
+	calls := f.calls.All()
 	distinct := func(n []groupCounts, group func(c fanCall) uint32, named []member, groups uint32, only *[]member) {
 		j := 0 // in named, sorted as the calls are: by group, then hash
-		slices.SortFunc(f.calls, func(a, b fanCall) int {
+		slices.SortFunc(calls, func(a, b fanCall) int {
 			if ga, gb := group(a), group(b); ga != gb {
 				return cmpUint32(ga, gb)
 			}
@@ -209,15 +212,15 @@ func (p *msgPass) finishFanout() *Fanout {
 			}
 			return 0
 		})
-		for i := 0; i < len(f.calls); {
-			g, h := group(f.calls[i]), f.calls[i].tc
+		for i := 0; i < len(calls); {
+			g, h := group(calls[i]), calls[i].tc
 			var live, backfill int32
 			k := i
-			for ; k < len(f.calls) && group(f.calls[k]) == g && f.calls[k].tc == h; k++ {
-				if f.calls[k].turn&flagBit != 0 {
+			for ; k < len(calls) && group(calls[k]) == g && calls[k].tc == h; k++ {
+				if calls[k].turn&flagBit != 0 {
 					live = 1
 				}
-				if f.calls[k].sess&flagBit != 0 {
+				if calls[k].sess&flagBit != 0 {
 					backfill = 1
 				}
 			}
@@ -236,9 +239,8 @@ func (p *msgPass) finishFanout() *Fanout {
 			i = k
 		}
 	}
-	distinct(f.turnN, func(c fanCall) uint32 { return c.turn & groupMask }, p.turnTC, p.msgTurns, &p.turnOnly)
-	distinct(f.sessN, func(c fanCall) uint32 { return c.sess & groupMask }, p.sessTC, p.msgSess, &p.sessOnly)
-	f.calls = nil
+	distinct(f.turnN, func(c fanCall) uint32 { return c.turn & groupMask }, p.turnTC.All(), p.msgTurns, &p.turnOnly)
+	distinct(f.sessN, func(c fanCall) uint32 { return c.sess & groupMask }, p.sessTC.All(), p.msgSess, &p.sessOnly)
 	return &Fanout{turns: fanoutSide{groups: p.turns, counts: f.turnN}, sessions: fanoutSide{groups: p.sess, counts: f.sessN}}
 }
 

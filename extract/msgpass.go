@@ -12,6 +12,7 @@ import (
 
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/internal/instant"
+	"github.com/kandev/kandev-extract/internal/offheap"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -43,7 +44,9 @@ import (
 // of the turn and session sets, 32 per message at or after capture_since,
 // 32 per subagent row at or after it, and the per-turn and per-session
 // evidence maps the transformer reads anyway; SQLite holds no sorter and no
-// temporary table.
+// temporary table. Those per-row lists (and the fan-out's kept calls) are
+// offheap.Lists: on Linux they grow in place instead of being copied as
+// they double, and release frees them as soon as the counts are made.
 
 // msgPassMessages: every message whose metadata is not NULL and that
 // matters — malformed (not JSON, or over the 1 MiB read bound: ok = 0) or a
@@ -191,6 +194,7 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 		return ev, nil, mask(err)
 	}
 	p := newMsgPass(since, subagents, health, fanout)
+	defer p.release()
 	if err := s.tx.QueryRowContext(ctx, `SELECT count(*) FROM task_session_messages`).Scan(&ev.MessagesRead); err != nil {
 		return ev, nil, mask(s.src.wrap("count task_session_messages", err))
 	}
@@ -589,12 +593,12 @@ type msgPass struct {
 	health         bool
 	h              [2]maphash.Hash
 	turns, sess    groupTable
-	turnTC, sessTC []member // evidence: distinct tool calls per turn / session
-	recent         []healthRow
+	turnTC, sessTC offheap.List[member] // evidence: distinct tool calls per turn / session
+	recent         offheap.List[healthRow]
 	malformed      int64
 	// From the subagent rows.
 	sinceRows     int64
-	sinceKeys     []key128
+	sinceKeys     offheap.List[key128]
 	special       []special
 	lastObserved  time.Time
 	turnOnly      []member // tool calls of rows of a message turn that no message of the turn names
@@ -639,6 +643,18 @@ func newMsgPass(since *time.Time, subagents, health, fanout bool) *msgPass {
 		p.lexSince, _ = p.recentBound().(string)
 	}
 	return p
+}
+
+// release frees the pass's lists (they are kept outside the Go heap):
+// once its evidence and counts are read.
+func (p *msgPass) release() {
+	p.turnTC.Free()
+	p.sessTC.Free()
+	p.recent.Free()
+	p.sinceKeys.Free()
+	if p.fan != nil {
+		p.fan.calls.Free()
+	}
 }
 
 // recentBound is the lexical lower bound of the created_at of a message at
@@ -743,8 +759,8 @@ func (p *msgPass) addMessage(turn, sess, task sqlValue, over int64, recent, ok b
 		var ti uint32
 		ti, si = p.turns.id(turn), p.sess.id(sess)
 		h := p.hash64(tc)
-		p.turnTC = append(p.turnTC, newMember(ti, h))
-		p.sessTC = append(p.sessTC, newMember(si, h))
+		p.turnTC.Append(newMember(ti, h))
+		p.sessTC.Append(newMember(si, h))
 	}
 	if !recent {
 		return
@@ -765,14 +781,14 @@ func (p *msgPass) addMessage(turn, sess, task sqlValue, over int64, recent, ok b
 	if evidence && sess.nonEmpty() && task.nonEmpty() {
 		r.flags |= hrEvidence
 	}
-	p.recent = append(p.recent, r)
+	p.recent.Append(r)
 }
 
 // sealMessages sorts the evidence sets: distinct tool calls per group.
 func (p *msgPass) sealMessages() {
-	for _, l := range []*[]member{&p.turnTC, &p.sessTC} {
-		slices.SortFunc(*l, cmpMember)
-		*l = slices.Compact(*l)
+	for _, l := range []*offheap.List[member]{&p.turnTC, &p.sessTC} {
+		slices.SortFunc(l.All(), cmpMember)
+		l.Truncate(len(slices.Compact(l.All())))
 	}
 	p.msgTurns, p.msgSess = uint32(len(p.turns.values)), uint32(len(p.sess.values))
 }
@@ -814,7 +830,7 @@ func (p *msgPass) addSubagentIn(turn, sess, tc sqlValue, since bool, observed ti
 		if observed.After(p.lastObserved) {
 			p.lastObserved = observed
 		}
-		p.sinceKeys = append(p.sinceKeys, p.pairKey(sess, tc))
+		p.sinceKeys.Append(p.pairKey(sess, tc))
 		if !sess.null() && !tc.null() && !plainPair(sess, tc) {
 			// A concatenation that a plain pair's may equal, or another odd
 			// one's: counted in finish.
@@ -862,13 +878,13 @@ func (p *msgPass) addSubagentIn(turn, sess, tc sqlValue, since bool, observed ti
 func (p *msgPass) evidenceOnly(ti, ts uint32, h uint64) {
 	if ti < p.msgTurns {
 		m := newMember(ti, h)
-		if _, found := slices.BinarySearchFunc(p.turnTC, m, cmpMember); !found {
+		if _, found := slices.BinarySearchFunc(p.turnTC.All(), m, cmpMember); !found {
 			p.turnOnly = append(p.turnOnly, m)
 		}
 	}
 	if ts < p.msgSess {
 		m := newMember(ts, h)
-		if _, found := slices.BinarySearchFunc(p.sessTC, m, cmpMember); !found {
+		if _, found := slices.BinarySearchFunc(p.sessTC.All(), m, cmpMember); !found {
 			p.sessOnly = append(p.sessOnly, m)
 		}
 	}
@@ -878,20 +894,21 @@ func (p *msgPass) evidenceOnly(ti, ts uint32, h uint64) {
 func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 	var c models.HealthCounts
 	c.MalformedMetadata = p.malformed
-	slices.SortFunc(p.sinceKeys, cmpKey)
-	p.sinceKeys = slices.Compact(p.sinceKeys)
+	slices.SortFunc(p.sinceKeys.All(), cmpKey)
+	p.sinceKeys.Truncate(len(slices.Compact(p.sinceKeys.All())))
+	sinceKeys, recent := p.sinceKeys.All(), p.recent.All()
 	inSince := func(k key128) bool {
-		_, ok := slices.BinarySearchFunc(p.sinceKeys, k, cmpKey)
+		_, ok := slices.BinarySearchFunc(sinceKeys, k, cmpKey)
 		return ok
 	}
 	if p.health {
-		c.Observed = int64(len(p.sinceKeys))
+		c.Observed = int64(len(sinceKeys))
 		// collisions = rows − COUNT(DISTINCT session || ':' || tool call):
 		// distinct plain pairs concatenate to distinct texts, which no other
 		// pair's concatenation equals unless it is a plain pair's in
 		// another storage class (asText); the rest are counted apart.
 		var concat int64
-		for _, k := range p.sinceKeys {
+		for _, k := range sinceKeys {
 			concat += int64(k[1] & 1)
 		}
 		var odd []key128
@@ -914,17 +931,17 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 		}
 		// The messages' keys: accounted (any), expected (flagged); both
 		// lists sorted, then merged.
-		slices.SortFunc(p.recent, func(a, b healthRow) int { return cmpKey(a.key, b.key) })
+		slices.SortFunc(recent, func(a, b healthRow) int { return cmpKey(a.key, b.key) })
 		j := 0 // in sinceKeys
-		for i := 0; i < len(p.recent); {
-			k, expected := p.recent[i].key, false
-			for ; i < len(p.recent) && p.recent[i].key == k; i++ {
-				expected = expected || p.recent[i].flags&hrExpected != 0
+		for i := 0; i < len(recent); {
+			k, expected := recent[i].key, false
+			for ; i < len(recent) && recent[i].key == k; i++ {
+				expected = expected || recent[i].flags&hrExpected != 0
 			}
-			for ; j < len(p.sinceKeys) && cmpKey(p.sinceKeys[j], k) < 0; j++ {
+			for ; j < len(sinceKeys) && cmpKey(sinceKeys[j], k) < 0; j++ {
 				c.Excess++ // observed, never accounted
 			}
-			observed := j < len(p.sinceKeys) && p.sinceKeys[j] == k
+			observed := j < len(sinceKeys) && sinceKeys[j] == k
 			if observed {
 				j++
 			}
@@ -935,13 +952,13 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 				}
 			}
 		}
-		c.Excess += int64(len(p.sinceKeys) - j)
+		c.Excess += int64(len(sinceKeys) - j)
 	}
 	// The shortfall's keys: evidence messages at or after capture_since
 	// with no row observed at or after it.
 	if p.since != "" {
 		p.missingKeys = map[uint32]bool{}
-		for _, r := range p.recent {
+		for _, r := range recent {
 			if r.flags&hrEvidence == 0 || (p.subagents && inSince(r.key)) {
 				continue
 			}
@@ -954,10 +971,11 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 	// The keys are not needed any more (the rows' keys only to read a
 	// shortfall back, readMissing): let them go before the evidence maps
 	// are built (on the 1M-row store the two held ~40 MB).
-	p.recent = nil
+	p.recent.Free()
 	if len(p.missingKeys) == 0 {
-		p.sinceKeys = nil
+		p.sinceKeys.Free()
 	}
+	sinceKeys, recent = nil, nil // freed, or read again through p.sinceKeys
 	// Evidence: per turn and session, the distinct tool calls of the
 	// messages, and with those of the rows that no message names.
 	expected := func(l []member, t *groupTable, only []member, groups uint32) ([]int64, []int64) {
@@ -1009,9 +1027,11 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 	if ev.Fanout == nil {
 		p.turns.slots, p.turns.other = nil, nil // only the values are needed now
 	}
-	te, tu := expected(p.turnTC, &p.turns, p.turnOnly, p.msgTurns)
-	se, su := expected(p.sessTC, &p.sess, p.sessOnly, p.msgSess)
-	p.turnTC, p.sessTC, p.turnOnly, p.sessOnly = nil, nil, nil, nil
+	te, tu := expected(p.turnTC.All(), &p.turns, p.turnOnly, p.msgTurns)
+	se, su := expected(p.sessTC.All(), &p.sess, p.sessOnly, p.msgSess)
+	p.turnTC.Free()
+	p.sessTC.Free()
+	p.turnOnly, p.sessOnly = nil, nil
 	ev.Turns = make(map[string]models.MessageCounts, p.msgTurns)
 	ev.Sessions = make(map[string]models.MessageCounts, p.msgSess)
 	put(ev.Turns, &p.turns, te, tu, p.msgTurns)
@@ -1077,7 +1097,7 @@ func (p *msgPass) readMissing(ctx context.Context, s *sqliteSnapshot, ev *Messag
 				return nil
 			}
 			if p.subagents {
-				if _, found := slices.BinarySearchFunc(p.sinceKeys, p.pairKey(sess, tc), cmpKey); found {
+				if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), cmpKey); found {
 					return nil
 				}
 			}

@@ -139,8 +139,17 @@ func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagen
 		bad       []string
 		badRecent int64
 	)
+	var p *msgPass
+	defer func() {
+		if p != nil {
+			p.release()
+		}
+	}()
 	for attempt := 0; ; attempt++ {
-		p := newMsgPass(since, subagents, health, fanout)
+		if p != nil {
+			p.release() // the attempt that met metadata that is not JSON
+		}
+		p = newMsgPass(since, subagents, health, fanout)
 		exclude, args := "", []any{bound}
 		if attempt > 0 {
 			exclude, args = "AND NOT (m.id = ANY($2))", append(args, bad)
@@ -260,7 +269,7 @@ func (p *msgPass) pgReadMissing(ctx context.Context, s *pgSnapshot, ev *MessageE
 			return
 		}
 		if p.subagents {
-			if _, found := slices.BinarySearchFunc(p.sinceKeys, p.pairKey(sess, tc), cmpKey); found {
+			if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), cmpKey); found {
 				return
 			}
 		}

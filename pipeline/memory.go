@@ -1,9 +1,7 @@
 package pipeline
 
 import (
-	"math"
-	"runtime/debug"
-
+	"github.com/kandev/kandev-extract/internal/memlimit"
 	"github.com/kandev/kandev-extract/load"
 )
 
@@ -16,12 +14,10 @@ import (
 // run's peak (296 MiB in the deletion phase of a nightly 1M-row run,
 // docs/benchmarks.md). What the Go heap holds in those phases is small.
 // Without a limit (GOMEMLIMIT=off), or with one too small to share, it
-// changes nothing.
+// changes nothing (internal/memlimit).
 func shareMemoryWithDuckDB() (restore func()) {
-	limit := debug.SetMemoryLimit(-1)
-	if limit == math.MaxInt64 || limit < 2*load.DuckDBMemoryBytes {
+	if !memlimit.Take(load.DuckDBMemoryBytes) {
 		return func() {}
 	}
-	debug.SetMemoryLimit(limit - load.DuckDBMemoryBytes)
-	return func() { debug.SetMemoryLimit(limit) }
+	return func() { memlimit.Give(load.DuckDBMemoryBytes) }
 }
