@@ -198,7 +198,9 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	if err := s.tx.QueryRowContext(ctx, `SELECT count(*) FROM task_session_messages`).Scan(&ev.MessagesRead); err != nil {
 		return ev, nil, mask(s.src.wrap("count task_session_messages", err))
 	}
-	if err := s.rawStream(ctx, "message pass over task_session_messages", msgPassRaw, p.raw); err != nil {
+	// Borrowed: raw keeps no value of a row beyond it (the ids it keeps
+	// are copied into the group tables, the rest is hashed or parsed).
+	if err := s.rawStreamBorrowed(ctx, "message pass over task_session_messages", msgPassRaw, p.raw); err != nil {
 		return ev, nil, mask(err)
 	}
 	if p.odd {
@@ -238,9 +240,19 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 // (stream turns BLOBs into strings; SQL compares a BLOB and a TEXT as
 // different values, and so does the message pass).
 func (s *sqliteSnapshot) rawStream(ctx context.Context, what, q string, fn func(row []any) error, args ...any) error {
+	return s.rowStream(ctx, what, q, false, fn, args)
+}
+
+// rawStreamBorrowed is rawStream whose TEXT values are valid only until fn
+// returns (liteConn.queryBorrowed): fn copies what it keeps.
+func (s *sqliteSnapshot) rawStreamBorrowed(ctx context.Context, what, q string, fn func(row []any) error, args ...any) error {
+	return s.rowStream(ctx, what, q, true, fn, args)
+}
+
+func (s *sqliteSnapshot) rowStream(ctx context.Context, what, q string, borrow bool, fn func(row []any) error, args []any) error {
 	if s.lite != nil && !strings.Contains(q, driverFunction) {
 		var fnErr error
-		err := s.lite.query(ctx, q, args, func(row []any) error {
+		err := s.lite.run(ctx, q, args, borrow, func(row []any) error {
 			fnErr = fn(row)
 			return fnErr
 		})
@@ -730,7 +742,9 @@ func (p *msgPass) raw(row []any) error {
 		}
 	}
 	p.row = append(p.row[:0], row[0], row[1], row[2], over, row[3], ok, tc)
-	return p.message(p.row)
+	err := p.message(p.row)
+	clear(p.row) // its values may be borrowed (rawStreamBorrowed)
+	return err
 }
 
 // message takes one row of msgPassMessages.

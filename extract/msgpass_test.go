@@ -299,6 +299,8 @@ func BenchmarkMessagePass(b *testing.B) {
 	if path == "" {
 		b.Skip("set KANDEV_BENCH_STORE")
 	}
+	defer func(p bool) { borrowPoison = p }(borrowPoison)
+	borrowPoison = false // as a run reads
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		src, err := OpenSQLite(ctx, path)
