@@ -208,7 +208,7 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 		// those messages (a second, filtered pass: such values are not
 		// Kandev's).
 		q := strings.Replace(msgPassMessages, "/*sessions*/", `AND typeof(m.metadata) NOT IN ('text', 'null')`, 1)
-		if err := s.rawStream(ctx, "message pass over task_session_messages", q, p.message, p.recentBound()); err != nil {
+		if err := s.rawStreamBorrowed(ctx, "message pass over task_session_messages", q, p.message, p.recentBound()); err != nil {
 			return ev, nil, mask(err)
 		}
 	}
@@ -218,7 +218,9 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 		if p.fan != nil {
 			q = msgPassSubagentsFanout
 		}
-		if err := s.rawStream(ctx, "message pass over task_session_subagents", q, p.subagent); err != nil {
+		// Borrowed too: subagent keeps copies of the ids (the group
+		// tables), hashes and a parsed instant.
+		if err := s.rawStreamBorrowed(ctx, "message pass over task_session_subagents", q, p.subagent); err != nil {
 			return ev, nil, mask(err)
 		}
 	}
