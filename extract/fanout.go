@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/internal/offheap"
@@ -200,7 +199,9 @@ func (p *msgPass) finishFanout() *Fanout {
 	calls := f.calls.All()
 	distinct := func(n []groupCounts, group func(c fanCall) uint32, named []member, groups uint32, only *[]member) {
 		j := 0 // in named, sorted as the calls are: by group, then hash
-		slices.SortFunc(calls, func(a, b fanCall) int {
+		// Buckets by group, the calls without one (noGroup) last.
+		all := uint32(len(n))
+		bucketSort(calls, int(all)+1, func(c fanCall) uint32 { return min(group(c), all) }, func(a, b fanCall) int {
 			if ga, gb := group(a), group(b); ga != gb {
 				return cmpUint32(ga, gb)
 			}

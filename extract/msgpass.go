@@ -373,6 +373,15 @@ func putUint64(b []byte, v uint64) {
 
 type key128 [2]uint64
 
+// keyBucket is a key's bucket for bucketSort: its top 16 bits, uniform
+// (the keys are hashes under a seed of the process's own).
+func keyBucket(k key128) uint32 { return uint32(k[0] >> 48) }
+
+const keyBuckets = 1 << 16
+
+// memberGroup is a member's bucket for bucketSort: its group.
+func memberGroup(m member) uint32 { return m.group }
+
 func cmpKey(a, b key128) int {
 	switch {
 	case a[0] < b[0]:
@@ -802,11 +811,11 @@ func (p *msgPass) addMessage(turn, sess, task sqlValue, over int64, recent, ok b
 
 // sealMessages sorts the evidence sets: distinct tool calls per group.
 func (p *msgPass) sealMessages() {
-	for _, l := range []*offheap.List[member]{&p.turnTC, &p.sessTC} {
-		slices.SortFunc(l.All(), cmpMember)
-		l.Truncate(len(slices.Compact(l.All())))
-	}
 	p.msgTurns, p.msgSess = uint32(len(p.turns.values)), uint32(len(p.sess.values))
+	bucketSort(p.turnTC.All(), int(p.msgTurns), memberGroup, cmpMember)
+	p.turnTC.Truncate(len(slices.Compact(p.turnTC.All())))
+	bucketSort(p.sessTC.All(), int(p.msgSess), memberGroup, cmpMember)
+	p.sessTC.Truncate(len(slices.Compact(p.sessTC.All())))
 }
 
 // subagent takes one row of msgPassSubagents (or msgPassSubagentsFanout:
@@ -910,7 +919,7 @@ func (p *msgPass) evidenceOnly(ti, ts uint32, h uint64) {
 func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 	var c models.HealthCounts
 	c.MalformedMetadata = p.malformed
-	slices.SortFunc(p.sinceKeys.All(), cmpKey)
+	bucketSort(p.sinceKeys.All(), keyBuckets, keyBucket, cmpKey)
 	p.sinceKeys.Truncate(len(slices.Compact(p.sinceKeys.All())))
 	sinceKeys, recent := p.sinceKeys.All(), p.recent.All()
 	inSince := func(k key128) bool {
@@ -947,7 +956,8 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 		}
 		// The messages' keys: accounted (any), expected (flagged); both
 		// lists sorted, then merged.
-		slices.SortFunc(recent, func(a, b healthRow) int { return cmpKey(a.key, b.key) })
+		bucketSort(recent, keyBuckets, func(r healthRow) uint32 { return keyBucket(r.key) },
+			func(a, b healthRow) int { return cmpKey(a.key, b.key) })
 		j := 0 // in sinceKeys
 		for i := 0; i < len(recent); {
 			k, expected := recent[i].key, false
@@ -974,8 +984,18 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 	// with no row observed at or after it.
 	if p.since != "" {
 		p.missingKeys = map[uint32]bool{}
+		j := 0 // in sinceKeys, when recent is sorted too (health): a merge
 		for _, r := range recent {
-			if r.flags&hrEvidence == 0 || (p.subagents && inSince(r.key)) {
+			if r.flags&hrEvidence == 0 {
+				continue
+			}
+			if p.subagents && p.health {
+				for ; j < len(sinceKeys) && cmpKey(sinceKeys[j], r.key) < 0; j++ {
+				}
+				if j < len(sinceKeys) && sinceKeys[j] == r.key {
+					continue
+				}
+			} else if p.subagents && inSince(r.key) {
 				continue
 			}
 			if !p.missingKeys[r.sess] {
