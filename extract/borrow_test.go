@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -61,6 +62,38 @@ func TestBorrowedValuesLastTheirRow(t *testing.T) {
 		}
 		if string(blobs[i]) != "\x00\xff" {
 			t.Fatalf("row %d: a BLOB kept beyond its row reads %x, want 00ff (BLOBs are copied)", i+1, blobs[i])
+		}
+	}
+}
+
+// Every storage class reads back as the driver's type and value, copied or
+// borrowed: INTEGER as int64, REAL as float64, TEXT as string (empty and
+// with a NUL byte included), BLOB as []byte (empty included), NULL as nil.
+func TestReadRowKeepsStorageClasses(t *testing.T) {
+	path := testkit.CopyFixture(t, "fresh-activated.db")
+	c, err := openLite(path, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	q := `SELECT 42, -9223372036854775808, 4.5, -0.0, 1e300, 'text', '', 'a' || char(0) || 'b', x'00ff', x'', NULL, CAST('7' AS INTEGER), CAST(3 AS REAL)`
+	want := []any{int64(42), int64(-9223372036854775808), 4.5, math.Copysign(0, -1), 1e300, "text", "", "a\x00b", []byte{0, 0xff}, []byte{}, nil, int64(7), 3.0}
+	for _, borrow := range []bool{false, true} {
+		rows := 0
+		err := c.run(context.Background(), q, nil, borrow, func(row []any) error {
+			rows++
+			if len(row) != len(want) {
+				return fmt.Errorf("%d columns, want %d", len(row), len(want))
+			}
+			for i, w := range want {
+				if fmt.Sprintf("%T %#v", row[i], row[i]) != fmt.Sprintf("%T %#v", w, w) {
+					t.Errorf("borrow %v, column %d: %T %#v, want %T %#v", borrow, i, row[i], row[i], w, w)
+				}
+			}
+			return nil
+		})
+		if err != nil || rows != 1 {
+			t.Fatalf("borrow %v: %d rows, %v", borrow, rows, err)
 		}
 	}
 }
