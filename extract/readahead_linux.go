@@ -19,11 +19,13 @@ import (
 // reads and 0.5 s in 64 KiB ones), and a large run made ~650,000 of them:
 // ~17 % of its CPU. A table's pages are mostly in runs: in the message
 // pass's scan of task_session_messages, 67 % of the reads ask for the page
-// after the previous one. So the connections the extractor reads through
-// open the store through a VFS of their own, kx-readahead, which is the
-// platform's "unix" VFS with one change to the main database file's reads:
-// a page not in the connection's window of the file is read with the
-// readWindow bytes that start at it (one call instead of up to eight), and
+// after the previous one, and in the fact's scan of task_session_subagents
+// most reads ask for a page 1 to 8 pages on (its indexes' pages lie
+// between). So the connections the extractor reads through open the store
+// through a VFS of their own, kx-readahead, which is the platform's "unix"
+// VFS with one change to the main database file's reads: a read that
+// continues the last one (starts at most readGap reads past its end)
+// doubles the window it reads, up to readWindow, any other read halves it;
 // the pages after it come from the window.
 //
 // The window is the connection's, and stands only within a lock: it is
@@ -36,6 +38,11 @@ import (
 
 // readWindow is the most a read past the window reads.
 const readWindow = 128 << 10
+
+// readGap is how far (in reads of the last size) past the last read a
+// read may start and still count as continuing it: a table's pages are
+// often a few apart, its indexes' pages between them.
+const readGap = 8
 
 var (
 	raOnce    sync.Once
@@ -171,7 +178,7 @@ func raRead(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64)
 	// A miss. Reads that continue the last one widen the next window (up
 	// to readWindow), others narrow it: a table read in runs of pages is
 	// read in few calls, one read here and there costs no bytes more.
-	if iOfst == f.end {
+	if f.end >= 0 && iOfst >= f.end && iOfst <= f.end+readGap*int64(n) {
 		f.pages = min(2*f.pages, readWindow/max(n, 1))
 	} else {
 		f.pages = max(f.pages/2, 1)
