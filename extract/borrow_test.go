@@ -7,8 +7,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/kandev/kandev-extract/internal/testkit"
 )
 
 // The package's tests read borrowed values (liteConn.queryBorrowed)
@@ -22,19 +20,14 @@ func init() { borrowPoison = true }
 // borrowPoison, as garbage once it is kept beyond its row — the guard the
 // tests above rely on.
 func TestBorrowedValuesLastTheirRow(t *testing.T) {
-	path := testkit.CopyFixture(t, "fresh-activated.db")
-	c, err := openLite(path, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openFixtureLite(t)
 	const rows = 3000
 	q := fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
 		SELECT printf('%%d-', i) || CASE WHEN i %% 97 = 0 THEN replace(hex(zeroblob(3000)), '0', 'x') ELSE '' END, '', x'00ff' FROM n`, rows)
 	var kept []string
 	var blobs [][]byte
 	n := 0
-	err = c.queryBorrowed(context.Background(), q, nil, func(row []any) error {
+	err := c.queryBorrowed(context.Background(), q, nil, func(row []any) error {
 		n++
 		want := fmt.Sprintf("%d-", n)
 		if n%97 == 0 {
@@ -70,12 +63,7 @@ func TestBorrowedValuesLastTheirRow(t *testing.T) {
 // borrowed: INTEGER as int64, REAL as float64, TEXT as string (empty and
 // with a NUL byte included), BLOB as []byte (empty included), NULL as nil.
 func TestReadRowKeepsStorageClasses(t *testing.T) {
-	path := testkit.CopyFixture(t, "fresh-activated.db")
-	c, err := openLite(path, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openFixtureLite(t)
 	q := `SELECT 42, -9223372036854775808, 4.5, -0.0, 1e300, 'text', '', 'a' || char(0) || 'b', x'00ff', x'', NULL, CAST('7' AS INTEGER), CAST(3 AS REAL)`
 	want := []any{int64(42), int64(-9223372036854775808), 4.5, math.Copysign(0, -1), 1e300, "text", "", "a\x00b", []byte{0, 0xff}, []byte{}, nil, int64(7), 3.0}
 	for _, borrow := range []bool{false, true} {

@@ -161,6 +161,18 @@ func TestLookupsOnlyForPlainTextIDs(t *testing.T) {
 	}
 }
 
+// openFixtureLite opens a copy of the fresh-activated fixture through a
+// liteConn, closed when the test ends.
+func openFixtureLite(t *testing.T) *liteConn {
+	t.Helper()
+	c, err := openLite(testkit.CopyFixture(t, "fresh-activated.db"), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestLiteConnCancel: a cancelled context interrupts a running statement
 // (sqlite3_interrupt from the context's goroutine, repeated until the
 // statement ends: one interrupt landing before the first step is cleared
@@ -168,12 +180,7 @@ func TestLookupsOnlyForPlainTextIDs(t *testing.T) {
 // query returns the context's error; the connection stays usable. The
 // cancel lands at spread moments, before and after the statement starts.
 func TestLiteConnCancel(t *testing.T) {
-	path := testkit.CopyFixture(t, "fresh-activated.db")
-	c, err := openLite(path, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openFixtureLite(t)
 	const forever = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n`
 	for i := 0; i < 60; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -203,17 +210,12 @@ func TestLiteConnCancel(t *testing.T) {
 // and checks them all after the query: the reader's chunks of values
 // (textArena) are never written again once handed out, small or large.
 func TestLiteConnValuesOutliveRows(t *testing.T) {
-	path := testkit.CopyFixture(t, "fresh-activated.db")
-	c, err := openLite(path, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openFixtureLite(t)
 	const rows = 50000
 	q := fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
 		SELECT i, printf('%%d-', i) || CASE WHEN i %% 997 = 0 THEN zeroblob(0) || replace(hex(zeroblob(3000)), '0', 'x') ELSE '' END, '' FROM n`, rows)
 	var kept []string
-	err = c.query(context.Background(), q, nil, func(row []any) error {
+	err := c.query(context.Background(), q, nil, func(row []any) error {
 		s, ok := row[1].(string)
 		if !ok {
 			return fmt.Errorf("row %v: a %T", row[0], row[1])

@@ -4,7 +4,6 @@ package extract
 
 import (
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -51,9 +50,6 @@ var (
 	raMu      sync.Mutex
 	raMethods = map[uintptr]uintptr{} // the unix VFS's io methods → ours
 	raFiles   sync.Map                // sqlite3_file → *raFile
-	// raServed counts the reads served from a window, added as each file
-	// closes (tests).
-	raServed atomic.Int64
 )
 
 // raFile is an open main database file's window.
@@ -66,7 +62,7 @@ type raFile struct {
 	// pages is the next window, in reads of the last size.
 	pages  int
 	size   int64 // the file's size, read at the first window of a lock (-1: not read)
-	served int64
+	served int64 // reads served from a window (tests)
 }
 
 // readAheadVFS is the name of the VFS to open the store with ("" for the
@@ -217,7 +213,6 @@ func raRead(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64)
 func raClose(tls *libc.TLS, pFile uintptr) int32 {
 	f := raGet(pFile)
 	raFiles.Delete(pFile)
-	raServed.Add(f.served)
 	fn := f.orig.FxClose
 	return (*(*func(*libc.TLS, uintptr) int32)(unsafe.Pointer(&fn)))(tls, pFile)
 }

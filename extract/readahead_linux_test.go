@@ -10,8 +10,25 @@ import (
 	"path/filepath"
 	"testing"
 
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/kandev/kandev-extract/internal/testkit"
 )
+
+// mainFile is the read-ahead state of c's main database file.
+func mainFile(t *testing.T, c *liteConn) *raFile {
+	t.Helper()
+	out := c.tls.Alloc(8)
+	defer c.tls.Free(8)
+	if rc := sqlite3.Xsqlite3_file_control(c.tls, c.db, 0, sqlite3.SQLITE_FCNTL_FILE_POINTER, out); rc != sqlite3.SQLITE_OK {
+		t.Fatalf("SQLITE_FCNTL_FILE_POINTER: %d", rc)
+	}
+	f, ok := raFiles.Load(*(*uintptr)(cPointer(out)))
+	if !ok {
+		t.Fatal("the connection's main file is not read through kx-readahead")
+	}
+	return f.(*raFile)
+}
 
 // tableDigest reads every row of a query through c and digests them.
 func tableDigest(t *testing.T, c *liteConn, q string) (string, int) {
@@ -79,7 +96,7 @@ func TestReadAheadReadsWhatSQLiteWrites(t *testing.T) {
 				}
 				return fmt.Sprintf("%x", h.Sum(nil)), n
 			}
-			served := raServed.Load()
+			f := mainFile(t, c)
 			for round, change := range []string{
 				`UPDATE a SET v = 'changed-' || v WHERE id % 7 = 0`,
 				`DELETE FROM a WHERE id % 5 = 0`,
@@ -90,12 +107,9 @@ func TestReadAheadReadsWhatSQLiteWrites(t *testing.T) {
 				for _, q := range []string{`SELECT id, v FROM a`, `SELECT id, v FROM b`} {
 					got, n := tableDigest(t, c, q)
 					// The read transaction has ended, and its lock with it.
-					raFiles.Range(func(_, v any) bool {
-						if f := v.(*raFile); f.n != 0 {
-							t.Errorf("round %d, %s: a window of %d bytes outlived the read's lock", round, q, f.n)
-						}
-						return true
-					})
+					if f.n != 0 {
+						t.Errorf("round %d, %s: a window of %d bytes outlived the read's lock", round, q, f.n)
+					}
 					w, wn := want(q)
 					if got != w || n != wn {
 						t.Fatalf("round %d, %s: %d rows read ahead, %d by the default VFS, digests differ: %v", round, q, n, wn, got != w)
@@ -107,8 +121,7 @@ func TestReadAheadReadsWhatSQLiteWrites(t *testing.T) {
 					}
 				}
 			}
-			c.Close()
-			if raServed.Load() == served {
+			if f.served == 0 {
 				t.Error("no read was served from a window")
 			}
 		})

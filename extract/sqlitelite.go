@@ -384,6 +384,9 @@ func (c *liteConn) readRow(stmt uintptr, row []any, borrow bool) {
 		// The column's value once, then its parts: each sqlite3_column_*
 		// call checks the statement and the connection again (about 2 % of
 		// a large run's CPU went to those checks, three calls a TEXT cell).
+		// The value is "unprotected" in SQLite's words, which only matters
+		// for a connection with a mutex; this one has none (NOMUTEX) and
+		// one goroutine at a time reads it.
 		v := sqlite3.Xsqlite3_column_value(c.tls, stmt, int32(i))
 		switch sqlite3.Xsqlite3_value_type(c.tls, v) {
 		case sqlite3.SQLITE_INTEGER:
