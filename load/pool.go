@@ -83,3 +83,8 @@ func (p *bufferPool) Free(b []byte) {
 		p.classes[k].Put(&b)
 	}
 }
+
+// Buffers is the allocator of the record batches the transform builds for
+// the Parquet writer: a batch's buffers, freed once it is written, are
+// reserved again for the next one.
+var Buffers memory.Allocator = parquetBuffers

@@ -37,7 +37,9 @@ type Options struct {
 	Warehouse     string
 	Installations []Installation
 	Logger        *slog.Logger
-	// Allocator is the Arrow allocator (tests pass a checked one).
+	// Allocator is the Arrow allocator of the record batches (nil:
+	// load.Buffers, which hands a written batch's buffers to the next;
+	// tests pass a checked one).
 	Allocator memory.Allocator
 	// Now is the clock (tests pin it).
 	Now func() time.Time

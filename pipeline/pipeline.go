@@ -16,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
@@ -42,7 +40,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Allocator == nil {
-		opts.Allocator = memory.DefaultAllocator
+		opts.Allocator = load.Buffers
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
