@@ -128,7 +128,7 @@ func (p *msgPass) fanRow(turn, sess, tc sqlValue, class int64) rowGroups {
 	if f == nil || f.full {
 		return rowGroups{}
 	}
-	if f.rows++; f.rows >= fanoutRowLimit || len(p.turns.values) >= noGroup-1 || len(p.sess.values) >= noGroup-1 {
+	if f.rows++; f.rows >= fanoutRowLimit || p.turns.values.len() >= noGroup-1 || p.sess.values.len() >= noGroup-1 {
 		f.full = true
 		p.unkeepCalls()
 		return rowGroups{}

@@ -495,9 +495,8 @@ type groupTable struct {
 	text   int      // TEXT groups
 	seed   maphash.Seed
 	other  map[sqlKey]uint32
-	values []string // by index: the id as the evidence prints it
+	values idStore // by index: the id as the evidence prints it
 	odd    map[uint32]sqlValue
-	keep   chunkedStrings // the ids' bytes: copies, not the reader's chunks (textArena)
 	// The TEXT group id last found (lastOK): rows of one turn or session
 	// mostly follow each other in a table, so most ids are found here
 	// without hashing. Only id, which the pass alone calls, reads it: a
@@ -527,16 +526,15 @@ func (t *groupTable) id(v sqlValue) uint32 {
 		i = t.add(v)
 	}
 	if v.tag == tagText {
-		t.last, t.lastID, t.lastOK = t.values[i], i, true
+		t.last, t.lastID, t.lastOK = t.values.at(i), i, true
 	}
 	return i
 }
 
 // add numbers a new group.
 func (t *groupTable) add(v sqlValue) uint32 {
-	i := uint32(len(t.values))
-	v.s = appendChunked(&t.keep, v.s)
-	t.values = append(t.values, v.s)
+	i := uint32(t.values.len())
+	v.s = t.values.add(v.s)
 	if v.tag == tagText {
 		if 2*(t.text+1) > len(t.slots) {
 			t.grow()
@@ -566,7 +564,7 @@ func (t *groupTable) grow() {
 	t.slots = make([]uint32, 2*len(old))
 	for _, x := range old {
 		if x != 0 {
-			t.place(t.values[x-1], x-1)
+			t.place(t.values.at(x-1), x-1)
 		}
 	}
 }
@@ -579,7 +577,7 @@ func (t *groupTable) lookup(v sqlValue) (uint32, bool) {
 			if x == 0 {
 				return 0, false
 			}
-			if t.values[x-1] == v.s { // slots hold TEXT groups only
+			if t.values.at(x-1) == v.s { // slots hold TEXT groups only
 				return x - 1, true
 			}
 		}
@@ -593,7 +591,7 @@ func (t *groupTable) value(i uint32) sqlValue {
 	if v, ok := t.odd[i]; ok {
 		return v
 	}
-	return sqlValue{tag: tagText, s: t.values[i]}
+	return sqlValue{tag: tagText, s: t.values.at(i)}
 }
 
 // healthRow is a subagent-task message at or after capture_since: its
@@ -811,7 +809,7 @@ func (p *msgPass) addMessage(turn, sess, task sqlValue, over int64, recent, ok b
 
 // sealMessages sorts the evidence sets: distinct tool calls per group.
 func (p *msgPass) sealMessages() {
-	p.msgTurns, p.msgSess = uint32(len(p.turns.values)), uint32(len(p.sess.values))
+	p.msgTurns, p.msgSess = uint32(p.turns.values.len()), uint32(p.sess.values.len())
 	bucketSort(p.turnTC.All(), int(p.msgTurns), memberGroup, cmpMember)
 	p.turnTC.Truncate(len(slices.Compact(p.turnTC.All())))
 	bucketSort(p.sessTC.All(), int(p.msgSess), memberGroup, cmpMember)
@@ -1043,7 +1041,7 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 		slices.SortFunc(low, byOrder)
 		slices.SortFunc(high, byOrder)
 		set := func(i uint32) {
-			dst[t.values[i]] = models.MessageCounts{Expected: exp[i], LowerBound: union[i]}
+			dst[t.values.at(i)] = models.MessageCounts{Expected: exp[i], LowerBound: union[i]}
 		}
 		for _, i := range low {
 			set(i)
