@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +241,36 @@ func TestLiteConnValuesOutliveRows(t *testing.T) {
 		if s != want {
 			t.Fatalf("row %d reads %.40q… (%d bytes) after the query, want %.40q… (%d bytes)", i+1, s, len(s), want, len(want))
 		}
+	}
+}
+
+// TestLiteConnRepeatsEqualText: a TEXT value equal to the last one its
+// column read is handed out again rather than copied, and only then: values
+// that differ in length, in one byte, or in storage class (the integer 7,
+// the BLOB '7.', against the text) each read as themselves, and every value
+// kept reads the same after the query.
+func TestLiteConnRepeatsEqualText(t *testing.T) {
+	c := openFixtureLite(t)
+	q := `SELECT column1 FROM (VALUES ('sess-a'), ('sess-a'), ('sess-a'), ('sess-b'), ('sess-ab'), ('sess-ab'),
+		('sess-aC'), ('sess-aB'), (7), ('7'), ('7'), (NULL), ('7'), (''), (''), (x'372e'), ('7.'))`
+	want := []any{"sess-a", "sess-a", "sess-a", "sess-b", "sess-ab", "sess-ab",
+		"sess-aC", "sess-aB", int64(7), "7", "7", nil, "7", "", "", []byte("7."), "7."}
+	var got []any
+	err := c.query(context.Background(), q, nil, func(row []any) error {
+		got = append(got, row[0])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %#v,\nwant %#v", got, want)
+	}
+	shared := func(i, j int) bool {
+		return unsafe.StringData(got[i].(string)) == unsafe.StringData(got[j].(string))
+	}
+	if !shared(0, 1) || !shared(1, 2) || !shared(4, 5) || !shared(9, 10) {
+		t.Fatal("a value equal to the row before's was copied again")
 	}
 }
 

@@ -277,6 +277,17 @@ func (c *liteConn) run(ctx context.Context, q string, args []any, borrow bool, f
 	defer stop()
 	n := int(sqlite3.Xsqlite3_column_count(c.tls, stmt))
 	row := make([]any, n)
+	// readRow's memory: each column's last TEXT value read, or when
+	// borrowing, each column's string header, used again for every row.
+	var (
+		prev     []any
+		borrowed []string
+	)
+	if borrow {
+		borrowed = make([]string, n)
+	} else {
+		prev = make([]any, n)
+	}
 	for {
 		rc := sqlite3.Xsqlite3_step(c.tls, stmt)
 		if rc == sqlite3.SQLITE_DONE {
@@ -288,7 +299,7 @@ func (c *liteConn) run(ctx context.Context, q string, args []any, borrow bool, f
 			}
 			return c.err(rc)
 		}
-		c.readRow(stmt, row, borrow)
+		c.readRow(stmt, row, prev, borrowed)
 		err := fn(row)
 		for _, b := range c.poisoned {
 			for i := range b {
@@ -350,15 +361,21 @@ func (a *textArena) copy(p uintptr, n int) string {
 // box returns s as an interface value without the allocation any(s)
 // makes for the string header (a sixth of the reading's CPU with the
 // collector's share): the header is kept in a slab of headers, which the
-// interface points into as any(s) points to its own copy. The layout used
-// is the runtime's for every interface (a type word and a data word);
+// interface points into as any(s) points to its own copy.
 // TestLiteConnValuesOutliveRows reads values back through it.
 func (a *textArena) box(s string) any {
 	if len(a.hdrs) == cap(a.hdrs) {
 		a.hdrs = make([]string, 0, arenaHeaders)
 	}
 	a.hdrs = append(a.hdrs, s)
-	v := emptyInterface{typ: stringType, data: unsafe.Pointer(&a.hdrs[len(a.hdrs)-1])}
+	return boxAt(&a.hdrs[len(a.hdrs)-1])
+}
+
+// boxAt is the interface value holding the string at h, pointing to h as
+// any(s) points to its own copy of the header. The layout used is the
+// runtime's for every interface (a type word and a data word).
+func boxAt(h *string) any {
+	v := emptyInterface{typ: stringType, data: unsafe.Pointer(h)}
 	return *(*any)(unsafe.Pointer(&v))
 }
 
@@ -377,9 +394,14 @@ var stringType = func() unsafe.Pointer {
 }()
 
 // readRow copies the current row's values out of SQLite: TEXT into the
-// arena (see textArena), or not at all when borrowed (queryBorrowed), each
-// BLOB into its own allocation.
-func (c *liteConn) readRow(stmt uintptr, row []any, borrow bool) {
+// arena (see textArena), each BLOB into its own allocation. A TEXT value
+// equal to the last one its column read (prev) is that value again, not a
+// copy: a table's rows repeat their session, task, status and model from
+// one row to the next, and a copy is an allocation for the collector. With
+// borrowed set the TEXT is borrowed instead (queryBorrowed): not copied at
+// all, its header in borrowed, which the next row overwrites (a borrowed
+// value is dead by then).
+func (c *liteConn) readRow(stmt uintptr, row, prev []any, borrowed []string) {
 	for i := range row {
 		// The column's value once, then its parts: each sqlite3_column_*
 		// call checks the statement and the connection again (about 2 % of
@@ -401,11 +423,17 @@ func (c *liteConn) readRow(stmt uintptr, row []any, borrow bool) {
 				row[i] = ""
 				continue
 			}
-			if borrow {
-				row[i] = c.text.box(c.borrowed(p, n))
+			if borrowed != nil {
+				borrowed[i] = c.borrowed(p, n)
+				row[i] = boxAt(&borrowed[i])
+				continue
+			}
+			if last, ok := prev[i].(string); ok && len(last) == n && last == unsafe.String((*byte)(cPointer(p)), n) {
+				row[i] = prev[i]
 				continue
 			}
 			row[i] = c.text.box(c.text.copy(p, n))
+			prev[i] = row[i]
 		case sqlite3.SQLITE_BLOB:
 			p := sqlite3.Xsqlite3_value_blob(c.tls, v)
 			n := int(sqlite3.Xsqlite3_value_bytes(c.tls, v))
