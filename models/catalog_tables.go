@@ -34,6 +34,7 @@ var catalog = []*Table{
 			opt("agent_execution_id", String, "The stored `agent_execution_id` verbatim, including the `'unknown'` sentinel. Never count or group executions by it: use `execution_id`.").unique(),
 			opt("execution_id", String, "The real execution id; NULL unless `execution_identity = 'recorded'`, so `COUNT(DISTINCT execution_id)` never counts the sentinel (AC-25).").unique(),
 			req("execution_identity", String, "`recorded` | `unrecorded_backfill` | `unrecorded_pre_amendment` | `unrecorded_live` | `not_recorded` (AC-25, AC-31)."),
+			req("execution_identity_reasons", String, "Every rule that decided `execution_identity`, as codes in a fixed order joined by `,` (see Reason codes); `''` exactly when `recorded`. The views give it as a list."),
 			opt("subagent_type", String, "Subagent type as reported (e.g. `Explore`); NULL when not reported."),
 			opt("agent_id", String, "Child agent id as reported; NULL when not reported.").unique(),
 			opt("child_session_id", String, "Child session id as reported; NULL when not reported.").unique(),
@@ -138,6 +139,7 @@ var catalog = []*Table{
 			req("subagents_observed_backfill", Int64, "Of `subagents_observed`, rows with `source = 'backfill'`."),
 			opt("fanout", Int64, "Exact number of subagents; NULL unless `fanout_completeness = 'complete'` (a complete zero is 0)."),
 			req("fanout_completeness", String, "`complete` only where proven: started at/after `capture_since` (outside the ambiguous second of a second-precise key), no writer shortfall, no more rows than tool calls beyond the live/backfill overlap (a tool call with rows of two executions, AC-32, or a row without a tool call: the rows cannot say how many invocations they are), and (turns) no unplaced row in its session. Otherwise `lower_bound` when rows or messages exist (at least `fanout_lower_bound`), or `unknown` (no evidence: NOT zero)."),
+			req("completeness_reasons", String, completenessReasonsComment),
 			req("capture_window", String, "Where the session's `started_at` falls against `capture_since`: `after_capture` | `before_capture` | `no_boundary` (no valid `capture_since`, or no `started_at`)."),
 			req("distinct_tool_calls", Int64, "Distinct tool calls among its rows (execution-agnostic): two rows for one tool call count once."),
 			req("live_backfill_overlap", Int64, "Tool calls that have both a live and a backfill row (AC-22's DO NOTHING cannot catch a live row with a real execution id): one invocation, counted once in an exact `fanout`."),
@@ -170,6 +172,7 @@ var catalog = []*Table{
 			req("subagents_observed_backfill", Int64, "Of `subagents_observed`, rows with `source = 'backfill'`."),
 			opt("fanout", Int64, "Exact number of subagents; NULL unless `fanout_completeness = 'complete'` (a complete zero is 0)."),
 			req("fanout_completeness", String, "`complete` only where proven: started at/after `capture_since` (outside the ambiguous second of a second-precise key), no writer shortfall, no more rows than tool calls beyond the live/backfill overlap (a tool call with rows of two executions, AC-32, or a row without a tool call: the rows cannot say how many invocations they are), and (turns) no unplaced row in its session. Otherwise `lower_bound` when rows or messages exist (at least `fanout_lower_bound`), or `unknown` (no evidence: NOT zero)."),
+			req("completeness_reasons", String, completenessReasonsComment),
 			req("capture_window", String, "Where the turn's `started_at` falls against `capture_since`: `after_capture` | `before_capture` | `no_boundary` (no valid `capture_since`, or no `started_at`)."),
 			req("distinct_tool_calls", Int64, "Distinct tool calls among its rows (execution-agnostic): two rows for one tool call count once."),
 			req("live_backfill_overlap", Int64, "Tool calls that have both a live and a backfill row (AC-22's DO NOTHING cannot catch a live row with a real execution id): one invocation, counted once in an exact `fanout`."),
@@ -270,3 +273,7 @@ var catalog = []*Table{
 	{Name: TableArchiveSession, Comment: "Sessions deleted from the source since the first run (Kandev deletes a session's turns and subagent rows with it, AC-16), carried forward by every run.", Archive: &Archived{Of: TableSession}},
 	{Name: TableArchiveTurn, Comment: "Turns deleted from the source since the first run, carried forward by every run.", Archive: &Archived{Of: TableTurn}},
 }
+
+// completenessReasonsComment is the meaning of dim_turn's and
+// dim_session's completeness_reasons.
+const completenessReasonsComment = "Every rule that decided `fanout_completeness`, as codes in a fixed order joined by `,` (see Reason codes): `''` exactly when `complete`; `no_evidence` among them exactly when `unknown`. The views give it as a list."

@@ -258,20 +258,7 @@ func TestPreFeatureStore(t *testing.T) {
 func TestPreAmendmentShape(t *testing.T) {
 	t.Parallel()
 	path := copyFixture(t, "fresh-activated.db")
-	sqliteExec(t, path,
-		`CREATE TABLE tss_old (
-			id TEXT PRIMARY KEY, task_session_id TEXT NOT NULL, task_id TEXT NOT NULL, turn_id TEXT,
-			tool_call_id TEXT NOT NULL, parent_tool_call_id TEXT, subagent_type TEXT, description TEXT,
-			agent_id TEXT, child_session_id TEXT, model TEXT, agent_status TEXT, tool_status TEXT,
-			is_async INTEGER NOT NULL DEFAULT 0, total_tokens INTEGER, tool_use_count INTEGER, duration_ms INTEGER,
-			source TEXT NOT NULL DEFAULT 'live', observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,
-			UNIQUE (task_session_id, tool_call_id))`,
-		`INSERT OR IGNORE INTO tss_old SELECT id, task_session_id, task_id, turn_id, tool_call_id, parent_tool_call_id, subagent_type,
-			description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens, tool_use_count,
-			duration_ms, source, observed_at, settled_at, updated_at FROM task_session_subagents`,
-		`DROP TABLE task_session_subagents`,
-		`ALTER TABLE tss_old RENAME TO task_session_subagents`,
-	)
+	sqliteExec(t, path, preAmendment...) // reasons_test.go
 	// The fixture holds a cross-execution collision, which the two-column key
 	// cannot: one of its rows is dropped.
 	n := one(t, sourceDB(t, path), `SELECT count(*) FROM task_session_subagents`)

@@ -122,6 +122,9 @@ type RowClass struct {
 	ExecutionID       string // set only when Identity is recorded
 	Terminal          bool
 	BoundaryAmbiguous bool
+	// IdentityReasons: every rule that applied to Identity (none exactly
+	// when it is recorded).
+	IdentityReasons models.ExecutionReasons
 }
 
 // Classifier classifies rows of one installation.
@@ -151,18 +154,30 @@ func (c Classifier) Row(observed time.Time, source string, executionID string, e
 	}
 	sentinel := !execValid || IsSentinelVariant(executionID)
 	exec := c.State.ExecutionSince
+	before := exec.Valid() && observed.Before(exec.At)
 	switch {
 	case c.State.Shape == models.ShapePreAmendment:
-		rc.Identity = models.ExecNotRecorded
+		rc.Identity, rc.IdentityReasons = models.ExecNotRecorded, models.ReasonNoExecutionColumn
 	case !sentinel:
 		// A real id is real on either side of execution_since (AC-25 rev 4).
 		rc.Identity, rc.ExecutionID = models.ExecRecorded, executionID
 	case source == models.SourceBackfill:
 		rc.Identity = models.ExecUnrecordedBackfill
-	case exec.Valid() && observed.Before(exec.At):
+	case before:
 		rc.Identity = models.ExecUnrecordedPreAmendment
 	default:
 		rc.Identity = models.ExecUnrecordedLive
+	}
+	if sentinel && c.State.Shape != models.ShapePreAmendment {
+		rc.IdentityReasons = sentinelReason(executionID, execValid)
+		if source == models.SourceBackfill {
+			rc.IdentityReasons |= models.ReasonBackfillSource
+		} else if !exec.Valid() {
+			rc.IdentityReasons |= models.ReasonNoExecutionSinceKey
+		}
+		if before {
+			rc.IdentityReasons |= models.ReasonBeforeExecutionSince
+		}
 	}
 	rc.Terminal = IsTerminal(toolStatus, toolValid)
 	return rc
@@ -193,6 +208,9 @@ type FanoutResult struct {
 	// Ambiguous: started inside the second after a second-precision
 	// capture_since.
 	Ambiguous bool
+	// Reasons: every rule that kept it from complete (none exactly when
+	// complete), and no_evidence exactly when unknown.
+	Reasons models.CompletenessReasons
 }
 
 // Fanout decides the completeness of a turn's or session's fan-out (AC-25),
@@ -217,17 +235,52 @@ func (c Classifier) Fanout(in FanoutInput) FanoutResult {
 	// usable tool_call_id (AC-2 writes none). Such rows cannot say how many
 	// invocations they are, so no count of them is proven exact.
 	beyond := in.Rows-in.Overlap > in.Distinct
-	proven := c.State.Shape != models.ShapeAbsent && capture.Valid() && in.StartedOK && !in.Started.Before(capture.At) &&
-		!r.Ambiguous && in.Messages.Shortfall == 0 && in.Unattributed == 0 && !beyond
+	// Each rule that applies is a reason; complete is exactly none.
+	rules := []struct {
+		applies bool
+		reason  models.CompletenessReasons
+	}{
+		{c.State.Shape == models.ShapeAbsent, models.ReasonFeatureAbsent},
+		{capture.State == models.KeyAbsent, models.ReasonNoCaptureKey},
+		{capture.State != models.KeyAbsent && !capture.Valid(), models.ReasonCaptureKeyUnparseable},
+		{!in.StartedOK, models.ReasonNoStartTime},
+		{capture.Valid() && in.StartedOK && in.Started.Before(capture.At), models.ReasonStartedBeforeCapture},
+		{r.Ambiguous, models.ReasonAmbiguousCaptureSecond},
+		{in.Messages.Shortfall > 0, models.ReasonWriterShortfall},
+		{beyond, models.ReasonRowsBeyondToolCalls},
+		{in.Unattributed > 0, models.ReasonUnattributedRowsInSession},
+	}
+	for _, rule := range rules {
+		if rule.applies {
+			r.Reasons |= rule.reason
+		}
+	}
 	switch {
-	case proven:
+	case r.Reasons == 0:
 		r.Completeness, r.Fanout, r.Exact = models.FanoutComplete, in.Rows-in.Overlap, true
+		return r
 	case evidence:
 		r.Completeness = models.FanoutLowerBound
 	default:
 		r.Completeness = models.FanoutUnknown
+		r.Reasons |= models.ReasonNoEvidence
+	}
+	if in.Messages.LowerBound > in.Distinct {
+		r.Reasons |= models.ReasonMessagesWithoutRows
 	}
 	return r
+}
+
+// sentinelReason says which form of no identity an agent_execution_id
+// has.
+func sentinelReason(id string, valid bool) models.ExecutionReasons {
+	switch {
+	case !valid:
+		return models.ReasonExecutionIDNull
+	case id == models.ExecutionSentinel:
+		return models.ReasonExecutionIDSentinel
+	}
+	return models.ReasonExecutionIDSentinelVariant
 }
 
 // IsSentinelVariant reports whether an agent_execution_id carries no

@@ -149,22 +149,28 @@ func TestExecutionIdentity(t *testing.T) {
 		execOK   bool
 		want     models.ExecutionIdentity
 		wantID   string
+		reasons  string
 	}{
-		{"real id", noE, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecRecorded, uuid},
-		{"real id before execution_since is still real", withE, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecRecorded, uuid},
-		{"backfill sentinel", noE, "2026-08-04 00:00:00+00:00", "backfill", "unknown", true, models.ExecUnrecordedBackfill, ""},
-		{"backfill sentinel merged later stays backfill", withE, "2026-08-07 00:00:00+00:00", "backfill", "unknown", true, models.ExecUnrecordedBackfill, ""},
-		{"live sentinel before E", withE, "2026-08-06 09:30:00.555555+00:00", "live", "unknown", true, models.ExecUnrecordedPreAmendment, ""},
-		{"live sentinel at E", withE, "2026-08-06 09:30:00.555556+00:00", "live", "unknown", true, models.ExecUnrecordedLive, ""},
-		{"live sentinel, no E", noE, "2026-08-04 00:00:00+00:00", "live", "unknown", true, models.ExecUnrecordedLive, ""},
-		{"pre-amendment shape", pre, "2026-08-04 00:00:00+00:00", "live", "", false, models.ExecNotRecorded, ""},
-		{"pre-amendment shape ignores a value", pre, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecNotRecorded, ""},
+		{"real id", noE, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecRecorded, uuid, ""},
+		{"real id before execution_since is still real", withE, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecRecorded, uuid, ""},
+		{"backfill sentinel", noE, "2026-08-04 00:00:00+00:00", "backfill", "unknown", true, models.ExecUnrecordedBackfill, "", "execution_id_sentinel,backfill_source"},
+		{"backfill sentinel merged later stays backfill", withE, "2026-08-07 00:00:00+00:00", "backfill", "unknown", true, models.ExecUnrecordedBackfill, "", "execution_id_sentinel,backfill_source"},
+		{"live sentinel before E", withE, "2026-08-06 09:30:00.555555+00:00", "live", "unknown", true, models.ExecUnrecordedPreAmendment, "", "execution_id_sentinel,before_execution_since"},
+		{"live sentinel at E", withE, "2026-08-06 09:30:00.555556+00:00", "live", "unknown", true, models.ExecUnrecordedLive, "", "execution_id_sentinel"},
+		{"live sentinel, no E", noE, "2026-08-04 00:00:00+00:00", "live", "unknown", true, models.ExecUnrecordedLive, "", "execution_id_sentinel,no_execution_since_key"},
+		{"a NULL backfill id before E: every rule", withE, "2026-08-05 00:00:00+00:00", "backfill", "", false, models.ExecUnrecordedBackfill, "", "execution_id_null,backfill_source,before_execution_since"},
+		{"a variant of the sentinel, no E", noE, "2026-08-04 00:00:00+00:00", "live", " Unknown ", true, models.ExecUnrecordedLive, "", "execution_id_sentinel_variant,no_execution_since_key"},
+		{"pre-amendment shape", pre, "2026-08-04 00:00:00+00:00", "live", "", false, models.ExecNotRecorded, "", "no_execution_column"},
+		{"pre-amendment shape ignores a value", pre, "2026-08-04 00:00:00+00:00", "live", uuid, true, models.ExecNotRecorded, "", "no_execution_column"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Classifier{State: tt.state}.Row(at(tt.observed), tt.source, tt.exec, tt.execOK, "completed", true)
 			if got.Identity != tt.want || got.ExecutionID != tt.wantID {
 				t.Errorf("identity = %s id=%q, want %s id=%q", got.Identity, got.ExecutionID, tt.want, tt.wantID)
+			}
+			if r := got.IdentityReasons.String(); r != tt.reasons {
+				t.Errorf("reasons = %q, want %q", r, tt.reasons)
 			}
 		})
 	}
@@ -175,6 +181,7 @@ func TestFanoutCompleteness(t *testing.T) {
 	seconds := Classifier{State: Installation(meta(models.KeyCaptureSince, "2026-08-05T10:00:00Z", models.KeyBackfillThrough, ""), models.ShapeExecutionAware)}
 	none := Classifier{State: Installation(nil, models.ShapeExecutionAware)}
 	absent := Classifier{State: Installation(meta(models.KeyCaptureSince, "2026-08-05T10:00:00.5Z"), models.ShapeAbsent)}
+	unparseable := Classifier{State: Installation(meta(models.KeyCaptureSince, "yesterday", models.KeyBackfillThrough, ""), models.ShapeExecutionAware)}
 	msgs := func(expected, lb, shortfall int64) models.MessageCounts {
 		return models.MessageCounts{Expected: expected, LowerBound: lb, Shortfall: shortfall}
 	}
@@ -189,26 +196,28 @@ func TestFanoutCompleteness(t *testing.T) {
 		exact     bool
 		lb        int64
 		ambiguous bool
+		reasons   string
 	}{
-		{"after C, zero is a true zero", activated, "2026-08-05 10:00:00.5+00:00", true, FanoutInput{}, models.FanoutComplete, 0, true, 0, false},
-		{"after C, three", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 3}, models.FanoutComplete, 3, true, 3, false},
-		{"a backfill row duplicating a live one counts once", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 2, Overlap: 1}, models.FanoutComplete, 2, true, 2, false},
-		{"a cross-execution collision is a lower bound", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 2, Messages: msgs(2, 2, 0)}, models.FanoutLowerBound, 0, false, 2, false},
-		{"a collision beside a live/backfill duplicate", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 1, Overlap: 1}, models.FanoutLowerBound, 0, false, 1, false},
-		{"a writer shortfall downgrades", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1, Messages: msgs(2, 2, 1)}, models.FanoutLowerBound, 0, false, 2, false},
-		{"an unplaced row of the session downgrades", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1, Unattributed: 1}, models.FanoutLowerBound, 0, false, 1, false},
-		{"an unplaced row, no evidence here: unknown", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Unattributed: 1}, models.FanoutUnknown, 0, false, 0, false},
-		{"before C with rows is a lower bound", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{Rows: 2, Distinct: 2}, models.FanoutLowerBound, 0, false, 2, false},
-		{"before C without rows is unknown", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
-		{"before C, messages only: a lower bound", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{Messages: msgs(2, 2, 0)}, models.FanoutLowerBound, 0, false, 2, false},
-		{"inside the ambiguous second", seconds, "2026-08-05 10:00:00.7+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutLowerBound, 0, false, 1, true},
-		{"after the ambiguous second", seconds, "2026-08-05 10:00:01+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutComplete, 1, true, 1, false},
-		{"no key, rows", none, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutLowerBound, 0, false, 1, false},
-		{"no key, none", none, "2026-08-06 00:00:00+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
-		{"unreadable start", activated, "", false, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
-		{"unreadable start, rows: a lower bound, never complete", activated, "", false, FanoutInput{Rows: 2, Distinct: 2}, models.FanoutLowerBound, 0, false, 2, false},
-		{"no table", absent, "2026-08-06 00:00:00+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false},
-		{"no table, messages: a lower bound", absent, "2026-08-06 00:00:00+00:00", true, FanoutInput{Messages: msgs(3, 3, 0)}, models.FanoutLowerBound, 0, false, 3, false},
+		{"after C, zero is a true zero", activated, "2026-08-05 10:00:00.5+00:00", true, FanoutInput{}, models.FanoutComplete, 0, true, 0, false, ""},
+		{"after C, three", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 3}, models.FanoutComplete, 3, true, 3, false, ""},
+		{"a backfill row duplicating a live one counts once", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 2, Overlap: 1}, models.FanoutComplete, 2, true, 2, false, ""},
+		{"a cross-execution collision is a lower bound", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 2, Messages: msgs(2, 2, 0)}, models.FanoutLowerBound, 0, false, 2, false, "rows_beyond_tool_calls"},
+		{"a collision beside a live/backfill duplicate", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 3, Distinct: 1, Overlap: 1}, models.FanoutLowerBound, 0, false, 1, false, "rows_beyond_tool_calls"},
+		{"a writer shortfall downgrades", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1, Messages: msgs(2, 2, 1)}, models.FanoutLowerBound, 0, false, 2, false, "writer_shortfall,messages_without_rows"},
+		{"an unplaced row of the session downgrades", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1, Unattributed: 1}, models.FanoutLowerBound, 0, false, 1, false, "unattributed_rows_in_session"},
+		{"an unplaced row, no evidence here: unknown", activated, "2026-08-06 00:00:00+00:00", true, FanoutInput{Unattributed: 1}, models.FanoutUnknown, 0, false, 0, false, "unattributed_rows_in_session,no_evidence"},
+		{"before C with rows is a lower bound", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{Rows: 2, Distinct: 2}, models.FanoutLowerBound, 0, false, 2, false, "started_before_capture"},
+		{"before C without rows is unknown", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false, "started_before_capture,no_evidence"},
+		{"before C, messages only: a lower bound", activated, "2026-08-05 10:00:00.499999+00:00", true, FanoutInput{Messages: msgs(2, 2, 0)}, models.FanoutLowerBound, 0, false, 2, false, "started_before_capture,messages_without_rows"},
+		{"inside the ambiguous second", seconds, "2026-08-05 10:00:00.7+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutLowerBound, 0, false, 1, true, "ambiguous_capture_second"},
+		{"after the ambiguous second", seconds, "2026-08-05 10:00:01+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutComplete, 1, true, 1, false, ""},
+		{"no key, rows", none, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutLowerBound, 0, false, 1, false, "no_capture_key"},
+		{"no key, none", none, "2026-08-06 00:00:00+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false, "no_capture_key,no_evidence"},
+		{"unreadable start", activated, "", false, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false, "no_start_time,no_evidence"},
+		{"unreadable start, rows: a lower bound, never complete", activated, "", false, FanoutInput{Rows: 2, Distinct: 2}, models.FanoutLowerBound, 0, false, 2, false, "no_start_time"},
+		{"no table", absent, "2026-08-06 00:00:00+00:00", true, FanoutInput{}, models.FanoutUnknown, 0, false, 0, false, "feature_absent,no_evidence"},
+		{"an unparseable key", unparseable, "2026-08-06 00:00:00+00:00", true, FanoutInput{Rows: 1, Distinct: 1}, models.FanoutLowerBound, 0, false, 1, false, "capture_key_unparseable"},
+		{"no table, messages: a lower bound", absent, "2026-08-06 00:00:00+00:00", true, FanoutInput{Messages: msgs(3, 3, 0)}, models.FanoutLowerBound, 0, false, 3, false, "feature_absent,messages_without_rows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,6 +228,9 @@ func TestFanoutCompleteness(t *testing.T) {
 			r := tt.c.Fanout(in)
 			if r.Completeness != tt.want || r.Fanout != tt.fanout || r.Exact != tt.exact || r.LowerBound != tt.lb || r.Ambiguous != tt.ambiguous {
 				t.Errorf("Fanout = %+v, want %s %d %v lb %d ambiguous %v", r, tt.want, tt.fanout, tt.exact, tt.lb, tt.ambiguous)
+			}
+			if got := r.Reasons.String(); got != tt.reasons {
+				t.Errorf("reasons = %q, want %q", got, tt.reasons)
 			}
 		})
 	}

@@ -280,7 +280,7 @@ var factIn, factOut = func() (in factInCols, out factOutCols) {
 	c := t.Col
 	out = factOutCols{id: c("subagent_id"), session: c("task_session_id"), task: c("task_id"), turn: c("turn_id"), toolCall: c("tool_call_id"),
 		parent: c("parent_tool_call_id"), nested: c("is_nested"), execID: c("agent_execution_id"), execution: c("execution_id"),
-		identity: c("execution_identity"), toolStatus: c("tool_status"), terminal: c("is_terminal"), async: c("is_async"),
+		identity: c("execution_identity"), identityReasons: c("execution_identity_reasons"), toolStatus: c("tool_status"), terminal: c("is_terminal"), async: c("is_async"),
 		measured: c("is_measured"), source: c("source"), observed: c("observed_at"), settled: c("settled_at"), updated: c("updated_at"),
 		window: c("capture_window"), ambiguous: c("capture_boundary_ambiguous"), captureSince: c("capture_since"),
 		executionSince: c("execution_since"), activation: c("activation_state"), attribution: c("turn_attribution")}
@@ -301,11 +301,11 @@ type factInCols struct {
 }
 
 type factOutCols struct {
-	id, session, task, turn, toolCall, parent, nested, execID, execution, identity, toolStatus int
-	terminal, async, measured, source, observed, settled, updated, window, ambiguous           int
-	captureSince, executionSince, activation, attribution                                      int
-	refs                                                                                       [][2]int // [scan, fact]
-	metrics                                                                                    []factMetric
+	id, session, task, turn, toolCall, parent, nested, execID, execution, identity, identityReasons, toolStatus int
+	terminal, async, measured, source, observed, settled, updated, window, ambiguous                            int
+	captureSince, executionSince, activation, attribution                                                       int
+	refs                                                                                                        [][2]int // [scan, fact]
+	metrics                                                                                                     []factMetric
 }
 
 type factMetric struct {
@@ -396,6 +396,7 @@ func (s *Subagents) Append(row []any) error {
 	b.OptStr(o.execID, execID, execValid)
 	b.OptStr(o.execution, rc.ExecutionID, rc.Identity == models.ExecRecorded)
 	b.Str(o.identity, string(rc.Identity))
+	b.Str(o.identityReasons, rc.IdentityReasons.String())
 	for _, ref := range o.refs { // subagent_type, agent_id, child_session_id, model, agent_status
 		v, ok := asRef(row[ref[0]])
 		b.OptStr(ref[1], v, ok)
@@ -548,7 +549,7 @@ type fanoutIn struct{ observed, live, backfill, sharingID, distinct, overlap int
 
 type fanoutOut struct {
 	observed, live, backfill, fanout, completeness, window, distinct, overlap int
-	expected, lowerBound, shortfall, ambiguous                                int
+	expected, lowerBound, shortfall, ambiguous, reasons                       int
 }
 
 func resolveFanout(t *models.Table) (in fanoutIn, out fanoutOut) {
@@ -558,7 +559,7 @@ func resolveFanout(t *models.Table) (in fanoutIn, out fanoutOut) {
 	out = fanoutOut{observed: c("subagents_observed"), live: c("subagents_observed_live"), backfill: c("subagents_observed_backfill"),
 		fanout: c("fanout"), completeness: c("fanout_completeness"), window: c("capture_window"), distinct: c("distinct_tool_calls"),
 		overlap: c("live_backfill_overlap"), expected: c("messages_expected"), lowerBound: c("fanout_lower_bound"),
-		shortfall: c("writer_shortfall"), ambiguous: c("capture_boundary_ambiguous")}
+		shortfall: c("writer_shortfall"), ambiguous: c("capture_boundary_ambiguous"), reasons: c("completeness_reasons")}
 	return in, out
 }
 
@@ -708,6 +709,7 @@ func (c *Context) fanout(b *Builder, o *fanoutOut, st *FanoutStats, in FanoutInp
 	b.Int(o.backfill, backfill, true)
 	b.Int(o.fanout, r.Fanout, r.Exact)
 	b.Str(o.completeness, string(r.Completeness))
+	b.Str(o.reasons, r.Reasons.String())
 	b.Str(o.window, string(c.Class.Window(in.Started, in.StartedOK)))
 	b.Int(o.distinct, in.Distinct, true)
 	b.Int(o.overlap, in.Overlap, true)

@@ -2,7 +2,9 @@
 CREATE VIEW fanout_by_turn AS
 SELECT installation_id, run_id, turn_id, session_id, task_id, workflow_step_id_at_start, started_at,
 		subagents_observed, subagents_observed_live, subagents_observed_backfill,
-		fanout, fanout_completeness, capture_window, distinct_tool_calls, live_backfill_overlap,
+		fanout, fanout_completeness,
+		CASE WHEN completeness_reasons = '' THEN []::VARCHAR[] ELSE string_split(completeness_reasons, ',') END AS completeness_reasons,
+		capture_window, distinct_tool_calls, live_backfill_overlap,
 		messages_expected, fanout_lower_bound, writer_shortfall, capture_boundary_ambiguous, unattributed_session_rows
 	FROM dim_turn;
 
@@ -12,6 +14,7 @@ COMMENT ON COLUMN fanout_by_turn.fanout_lower_bound IS 'Distinct tool calls know
 COMMENT ON COLUMN fanout_by_turn.messages_expected IS 'Distinct tool calls named by the turn''s subagent-task messages (messages can be deleted: a lower bound).';
 COMMENT ON COLUMN fanout_by_turn.writer_shortfall IS 'Tool calls of the turn''s messages at or after capture_since with no subagent row (writer health''s shortfall, placed here); NULL when not measured.';
 COMMENT ON COLUMN fanout_by_turn.unattributed_session_rows IS 'Rows of the turn''s session that name no turn of the snapshot: any may belong to this turn, so it is at most lower_bound.';
+COMMENT ON COLUMN fanout_by_turn.completeness_reasons IS 'Every rule that decided fanout_completeness, as stable codes in a fixed order (docs/warehouse.md, Reason codes): empty exactly when complete; no_evidence among them exactly when unknown. NULL for a run written before the codes existed.';
 COMMENT ON COLUMN fanout_by_turn.fanout_completeness IS 'complete (proven: started at/after capture_since outside its ambiguous second, no writer shortfall, no more rows than tool calls beyond the live/backfill overlap, no unplaced row in the session) | lower_bound (rows or messages exist: at least fanout_lower_bound) | unknown (no evidence: not zero).';
 COMMENT ON COLUMN fanout_by_turn.subagents_observed IS 'Rows observed for this turn: always given, but only a lower bound unless complete.';
 COMMENT ON COLUMN fanout_by_turn.installation_id IS 'Stable installation name (--installation); every row carries it.';

@@ -2,12 +2,15 @@
 CREATE VIEW fanout_by_session AS
 SELECT installation_id, run_id, session_id, task_id, state, started_at,
 		subagents_observed, subagents_observed_live, subagents_observed_backfill,
-		fanout, fanout_completeness, capture_window, distinct_tool_calls, live_backfill_overlap,
+		fanout, fanout_completeness,
+		CASE WHEN completeness_reasons = '' THEN []::VARCHAR[] ELSE string_split(completeness_reasons, ',') END AS completeness_reasons,
+		capture_window, distinct_tool_calls, live_backfill_overlap,
 		messages_expected, fanout_lower_bound, writer_shortfall, capture_boundary_ambiguous
 	FROM dim_session;
 
 COMMENT ON VIEW fanout_by_session IS 'Subagent fan-out per session (task_sessions). Same completeness rules as fanout_by_turn.';
 COMMENT ON COLUMN fanout_by_session.fanout IS 'Exact number of subagents; NULL unless fanout_completeness = ''complete''.';
+COMMENT ON COLUMN fanout_by_session.completeness_reasons IS 'Every rule that decided fanout_completeness, as stable codes in a fixed order (docs/warehouse.md, Reason codes): empty exactly when complete; no_evidence among them exactly when unknown. NULL for a run written before the codes existed.';
 COMMENT ON COLUMN fanout_by_session.fanout_completeness IS 'complete | lower_bound | unknown (never read an unknown as zero).';
 COMMENT ON COLUMN fanout_by_session.installation_id IS 'Stable installation name (--installation); every row carries it.';
 COMMENT ON COLUMN fanout_by_session.run_id IS 'The extraction run that wrote the row (sortable: UTC start + random suffix).';

@@ -1,10 +1,12 @@
 -- kx:disclose (the current disclosures are appended to the view's comment)
 CREATE VIEW subagent_contexts_with_deleted AS
-SELECT *, false AS is_deleted, NULL::VARCHAR AS deleted_detected_run_id, NULL::VARCHAR AS last_seen_run_id,
+SELECT * REPLACE (CASE WHEN execution_identity_reasons = '' THEN []::VARCHAR[] ELSE string_split(execution_identity_reasons, ',') END AS execution_identity_reasons),
+		false AS is_deleted, NULL::VARCHAR AS deleted_detected_run_id, NULL::VARCHAR AS last_seen_run_id,
 		NULL::TIMESTAMPTZ AS last_seen_snapshot_at
 	FROM fact_subagent_context
 	UNION ALL BY NAME
-	SELECT *, true AS is_deleted FROM archive_subagent_context;
+	SELECT * REPLACE (CASE WHEN execution_identity_reasons = '' THEN []::VARCHAR[] ELSE string_split(execution_identity_reasons, ',') END AS execution_identity_reasons),
+		true AS is_deleted FROM archive_subagent_context;
 
 COMMENT ON VIEW subagent_contexts_with_deleted IS 'ARCHIVE-INCLUSIVE: the current subagent rows plus every row deleted from the source since the installation''s first run (is_deleted = true), each flagged with the run that detected the deletion and the run that last saw it. Use it to count what ever existed; use subagent_contexts for the source as it is now.';
 COMMENT ON COLUMN subagent_contexts_with_deleted.is_deleted IS 'True for a row the source no longer has (from archive_subagent_context).';
@@ -22,6 +24,7 @@ COMMENT ON COLUMN subagent_contexts_with_deleted.parent_tool_call_id IS 'The spa
 COMMENT ON COLUMN subagent_contexts_with_deleted.is_nested IS 'True when parent_tool_call_id is set: spawned by another subagent (AC-6).';
 COMMENT ON COLUMN subagent_contexts_with_deleted.agent_execution_id IS 'The stored agent_execution_id verbatim, including the ''unknown'' sentinel. Never count or group executions by it: use execution_id.';
 COMMENT ON COLUMN subagent_contexts_with_deleted.execution_id IS 'The real execution id; NULL unless execution_identity = ''recorded'', so COUNT(DISTINCT execution_id) never counts the sentinel (AC-25).';
+COMMENT ON COLUMN subagent_contexts_with_deleted.execution_identity_reasons IS 'Every rule that decided execution_identity, as stable codes in a fixed order (docs/warehouse.md, Reason codes): empty exactly when recorded. NULL for a run written before the codes existed.';
 COMMENT ON COLUMN subagent_contexts_with_deleted.execution_identity IS 'recorded | unrecorded_backfill | unrecorded_pre_amendment | unrecorded_live | not_recorded (AC-25, AC-31).';
 COMMENT ON COLUMN subagent_contexts_with_deleted.subagent_type IS 'Subagent type as reported (e.g. Explore); NULL when not reported.';
 COMMENT ON COLUMN subagent_contexts_with_deleted.agent_id IS 'Child agent id as reported; NULL when not reported.';
