@@ -103,6 +103,39 @@ func TestRunAndQuery(t *testing.T) {
 	if code == 0 || !strings.Contains(strings.ToLower(errOut), "read-only") {
 		t.Errorf("write through query: code %d, %q", code, errOut)
 	}
+
+	// inspect: the JSON document of a shortfall turn names its missing
+	// tool calls; an unknown id exits 10, one in two installations 11.
+	out, _, _ = cli(t, "query", "-w", wh, "-f", "csv", "SELECT turn_id, array_to_string(missing_tool_call_ids, ' ') FROM writer_shortfall_turns ORDER BY 1 LIMIT 1")
+	turn, missing, _ := strings.Cut(strings.TrimSpace(strings.SplitN(out, "\n", 2)[1]), ",")
+	out, errOut, code = cli(t, "inspect", "turn", turn, "-w", wh, "--json")
+	var doc struct {
+		Format   string
+		Sessions []struct {
+			Turns []struct {
+				TurnID   string `json:"turn_id"`
+				Evidence struct {
+					Missing []string `json:"message_tool_calls_without_rows"`
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc.Format != "kandev-extract.inspect.v1" || len(doc.Sessions) != 1 ||
+		len(doc.Sessions[0].Turns) != 1 || strings.Join(doc.Sessions[0].Turns[0].Evidence.Missing, " ") != missing {
+		t.Errorf("inspect turn %s --json: code %d, %v, %s\n%s", turn, code, err, errOut, out)
+	}
+	if _, errOut, code = cli(t, "inspect", "turn", "no-such-turn", "-w", wh); code != 10 || !strings.Contains(errOut, "not found") {
+		t.Errorf("inspect of an unknown turn: code %d, %q", code, errOut)
+	}
+	if _, _, code = cli(t, "run", "--source", src, "--warehouse", wh, "--installation", "team-b", "-q"); code != 0 {
+		t.Fatalf("run team-b: code %d", code)
+	}
+	if _, errOut, code = cli(t, "inspect", "turn", turn, "-w", wh); code != 11 || !strings.Contains(errOut, "team-a/"+turn) || !strings.Contains(errOut, "team-b/"+turn) {
+		t.Errorf("inspect of a turn in two installations: code %d, %q", code, errOut)
+	}
+	if _, _, code = cli(t, "inspect", "card", turn, "-w", wh); code != 2 {
+		t.Errorf("inspect card: code %d, want 2", code)
+	}
 }
 
 func TestRunFailureExitsOne(t *testing.T) {

@@ -117,7 +117,7 @@ Then query:   kandev-extract query "SELECT * FROM disclosures"`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: usageErr(c, err)}
 	})
-	root.AddCommand(newRunCmd(g), newCheckCmd(g), newScheduleCmd(g), newStatusCmd(g), newHealthCmd(g), newQueryCmd(g), newReportCmd(g), newGenStoreCmd(g), newVersionCmd(g))
+	root.AddCommand(newRunCmd(g), newCheckCmd(g), newScheduleCmd(g), newStatusCmd(g), newHealthCmd(g), newQueryCmd(g), newReportCmd(g), newInspectCmd(g), newGenStoreCmd(g), newVersionCmd(g))
 	for _, c := range root.Commands() {
 		// A wrong number of arguments is a usage error (exit 2), like a
 		// bad flag.
