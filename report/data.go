@@ -52,6 +52,24 @@ type Installation struct {
 	Cards       []CardStep
 	Usage       []UsageRow
 	Health      []HealthPeriod
+	// TopTurns: the turns with the largest known fan-out (exact, else the
+	// lower bound), with the reason codes behind each figure.
+	TopTurns []TurnReasons
+}
+
+// TopTurnsShown is how many turns TopTurns holds per installation.
+const TopTurnsShown = 15
+
+// TurnReasons is one turn's fan-out figure and the codes that decided
+// its completeness (ids and codes only).
+type TurnReasons struct {
+	TurnID, SessionID string
+	StartedAt         *time.Time
+	Completeness      string
+	Fanout            *int64 // exact; nil unless complete
+	LowerBound        int64
+	Observed          int64
+	Reasons           []string
 }
 
 // Freshness is the installation's row of current_runs: how old the data
@@ -414,6 +432,40 @@ func Load(ctx context.Context, dbPath string) (*Data, error) {
 						b.K = &k.Int64
 					}
 					inst(id).Fanout = append(inst(id).Fanout, b)
+					return nil
+				})
+		})
+	}
+	if has("fanout_by_turn") && cols["fanout_by_turn"]["completeness_reasons"] {
+		steps = append(steps, func() error {
+			return q("top turns", `SELECT installation_id, turn_id, session_id, started_at, fanout_completeness, fanout, fanout_lower_bound,
+					subagents_observed, completeness_reasons
+				FROM (SELECT *, row_number() OVER (PARTITION BY installation_id
+						ORDER BY coalesce(fanout, fanout_lower_bound) DESC, subagents_observed DESC, turn_id) AS rank
+					FROM fanout_by_turn)
+				WHERE rank <= `+fmt.Sprint(TopTurnsShown)+` ORDER BY installation_id, rank`,
+				func(r *sql.Rows) error {
+					var id string
+					var t TurnReasons
+					var started sql.NullTime
+					var fanout sql.NullInt64
+					var reasons any
+					if err := r.Scan(&id, &t.TurnID, &t.SessionID, &started, &t.Completeness, &fanout, &t.LowerBound, &t.Observed, &reasons); err != nil {
+						return err
+					}
+					t.StartedAt = timePtr(started)
+					if fanout.Valid {
+						t.Fanout = &fanout.Int64
+					}
+					if list, ok := reasons.([]any); ok {
+						t.Reasons = []string{}
+						for _, c := range list {
+							if s, ok := c.(string); ok {
+								t.Reasons = append(t.Reasons, s)
+							}
+						}
+					}
+					inst(id).TopTurns = append(inst(id).TopTurns, t)
 					return nil
 				})
 		})

@@ -59,6 +59,13 @@ type Section struct {
 	Facts             []Fact
 	Note              string
 	Charts            []Chart
+	Turns             []TurnRow
+}
+
+// TurnRow is one line of an installation's top-turns table.
+type TurnRow struct {
+	TurnID, SessionID, Started, Figure, Completeness string
+	Reasons                                          []Link // nil: recorded before the codes existed
 }
 
 // DisclosureItem is one disclosure, listed once, with the charts it
@@ -90,6 +97,42 @@ type Page struct {
 	Warnings    int
 	Total       int
 	Missing     []string
+	Reasons     []Reading
+}
+
+// reasonGlossary lists the fan-out reason codes; the top-turns tables
+// link to them.
+var reasonGlossary = func() []Reading {
+	var out []Reading
+	for _, r := range models.CompletenessReasonList {
+		out = append(out, Reading{Anchor: "reason-" + string(r.Code), Name: string(r.Code), Text: strings.ReplaceAll(r.Meaning, "`", "")})
+	}
+	return out
+}()
+
+// turnRows renders an installation's top turns: the figure (exact,
+// "≥ n" or unknown) and each reason code linked to its meaning.
+func turnRows(in *Installation) []TurnRow {
+	var out []TurnRow
+	for _, t := range in.TopTurns {
+		r := TurnRow{TurnID: t.TurnID, SessionID: t.SessionID, Started: tsp(t.StartedAt), Completeness: t.Completeness}
+		switch {
+		case t.Fanout != nil:
+			r.Figure = fmt.Sprint(*t.Fanout)
+		case t.Completeness == string(models.FanoutUnknown):
+			r.Figure = "unknown (not 0)"
+		default:
+			r.Figure = fmt.Sprintf("≥ %d", t.LowerBound)
+		}
+		if t.Reasons != nil {
+			r.Reasons = []Link{}
+			for _, c := range t.Reasons {
+				r.Reasons = append(r.Reasons, Link{Href: "#reason-" + c, Label: c})
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // readingRules are the rules of reading, stated once; charts link to them.
@@ -117,7 +160,7 @@ func Write(ctx context.Context, dbPath string, w io.Writer, now time.Time) error
 // Render writes the HTML page for d.
 func Render(w io.Writer, d *Data) error {
 	p := Page{Title: "Kandev subagent warehouse report", GeneratedAt: d.GeneratedAt.UTC().Format("2006-01-02 15:04:05 UTC"),
-		Reading: readingRules, Missing: d.Missing}
+		Reading: readingRules, Missing: d.Missing, Reasons: reasonGlossary}
 	ids := map[string]int{}
 	unique := func(s string) string {
 		ids[s]++
@@ -145,6 +188,7 @@ func Render(w io.Writer, d *Data) error {
 		}
 		if in.Served {
 			sec.Facts = facts(in)
+			sec.Turns = turnRows(in)
 			// Every id of the page is unique, whatever the installation
 			// names (slug maps every other character to '-').
 			sec.Charts = []Chart{
@@ -383,6 +427,12 @@ details.data th,details.data td{border:1px solid #d0d0d0;padding:.15rem .4rem;te
 <tbody>{{range .Rows}}<tr>{{range .}}<td>{{st .}}</td>{{end}}</tr>{{end}}</tbody></table></details>{{end}}
 </figure>
 {{end}}
+{{if .Turns}}<figure id="{{.Anchor}}-turns" class="figure" aria-labelledby="{{.Anchor}}-turns-h">
+<h3 id="{{.Anchor}}-turns-h">Top turns by fan-out, and why each figure is what it is</h3>
+<table class="turns"><thead><tr><th scope="col">turn</th><th scope="col">session</th><th scope="col">started (UTC)</th><th scope="col">fan-out</th><th scope="col">completeness</th><th scope="col">reasons</th></tr></thead>
+<tbody>{{range .Turns}}<tr><td>{{st .TurnID}}</td><td>{{st .SessionID}}</td><td>{{.Started}}</td><td>{{.Figure}}</td><td>{{.Completeness}}</td><td>{{if .Reasons}}{{range $i, $l := .Reasons}}{{if $i}}, {{end}}<a class="reason" href="{{$l.Href}}">{{$l.Label}}</a>{{end}}{{else if eq .Completeness "complete"}}— (every rule of complete holds){{else}}not recorded (an older run){{end}}</td></tr>{{end}}</tbody></table>
+<figcaption>The turns with the largest known fan-out: exact where complete, "≥ n" where only a lower bound is known. Each reason links to its meaning under <a href="#reasons">Reason codes</a>; <code>kandev-extract inspect turn ID</code> shows the evidence (ids and counts).</figcaption>
+</figure>{{end}}
 </section>
 {{else}}
 <p>The warehouse has no installation.</p>
@@ -390,6 +440,11 @@ details.data th,details.data td{border:1px solid #d0d0d0;padding:.15rem .4rem;te
 <section id="reading" aria-labelledby="reading-h">
 <h2 id="reading-h">Reading rules</h2>
 <dl class="reading">{{range .Reading}}<dt id="{{.Anchor}}">{{.Name}}</dt><dd>{{.Text}}</dd>{{end}}</dl>
+</section>
+<section id="reasons" aria-labelledby="reasons-h">
+<h2 id="reasons-h">Reason codes</h2>
+<p>Why a turn's fan-out is a lower bound or unknown: every rule that applied, in this order. A complete turn has none.</p>
+<dl class="reading">{{range .Reasons}}<dt id="{{.Anchor}}">{{.Name}}</dt><dd>{{.Text}}</dd>{{end}}</dl>
 </section>
 <section id="disclosures" class="disclosures" aria-labelledby="disclosures-h">
 <h2 id="disclosures-h">Disclosures</h2>

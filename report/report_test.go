@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -206,6 +207,32 @@ func TestReportContent(t *testing.T) {
 	fx := warehouse(t)
 	page := render(t, fx.db)
 	db := testkit.Duck(t, fx.wh)
+
+	// Each installation's top turns by fan-out, with the reason codes
+	// behind each figure, each code linked to its meaning.
+	for _, in := range insts {
+		fig := figure(page, "i-"+in+"-turns")
+		want := testkit.RowsOf(t, db, `SELECT turn_id, CASE WHEN fanout IS NOT NULL THEN fanout::VARCHAR WHEN fanout_completeness = 'unknown' THEN 'unknown (not 0)'
+				ELSE '≥ ' || fanout_lower_bound END, fanout_completeness, array_to_string(completeness_reasons, ' ')
+			FROM (SELECT *, row_number() OVER (ORDER BY coalesce(fanout, fanout_lower_bound) DESC, subagents_observed DESC, turn_id) AS rank
+				FROM fanout_by_turn WHERE installation_id = ?) WHERE rank <= 15`, in)
+		var got []string
+		for _, row := range regexp.MustCompile(`(?s)<tr><td><bdi>([^<]*)</bdi></td><td><bdi>[^<]*</bdi></td><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td><td>(.*?)</td></tr>`).FindAllStringSubmatch(fig, -1) {
+			var codes []string
+			for _, l := range regexp.MustCompile(`<a class="reason" href="#reason-([a-z_]+)">([a-z_]+)</a>`).FindAllStringSubmatch(row[4], -1) {
+				if l[1] != l[2] || !strings.Contains(page, `<dt id="reason-`+l[1]+`">`) {
+					t.Errorf("%s: reason link %v has no target", in, l)
+				}
+				codes = append(codes, l[1])
+			}
+			got = append(got, strings.Join([]string{row[1], html.UnescapeString(row[2]), row[3], strings.Join(codes, " ")}, "|"))
+		}
+		slices.Sort(got)
+		testkit.EqualSets(t, in+" top turns", got, want)
+		if len(want) == 0 {
+			t.Errorf("%s: no turns to show", in)
+		}
+	}
 
 	// Self-contained: no script, no URL of any kind, a CSP that forbids loads.
 	for _, bad := range []string{"<script", "://", "<link", "@import", "url(http"} {
@@ -408,7 +435,7 @@ func TestReportContent(t *testing.T) {
 			t.Errorf("figure %s does not link to its %s disclosure", c.fig, c.rule)
 		}
 	}
-	if n := strings.Count(page, "<figcaption>"); n != len(insts)*len(charts) {
+	if n := strings.Count(page, "<figcaption>"); n != len(insts)*(len(charts)+1) { // +1: the top turns
 		t.Errorf("%d captions", n)
 	}
 
