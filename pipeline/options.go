@@ -25,6 +25,10 @@ type Installation struct {
 	// Rebind binds the installation name to this run's source even when
 	// it is bound to another one (load.CheckBinding).
 	Rebind bool
+	// AcknowledgeKeyChange acknowledges the activation key changes earlier
+	// runs recorded (load.KeyChange): their alarm ends, and a warning
+	// disclosure says so at every later run.
+	AcknowledgeKeyChange bool
 }
 
 // openOptions are the source options of an installation.

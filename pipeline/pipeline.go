@@ -296,6 +296,13 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	if err != nil {
 		return fail(err)
 	}
+	if in.AcknowledgeKeyChange {
+		if across.acknowledged == 0 {
+			log.Warn("--acknowledge-key-change: no recorded activation key change to acknowledge")
+		} else {
+			log.Warn("activation key changes acknowledged; disclosed for ever after", "count", across.acknowledged)
+		}
+	}
 	featurePresent := state.Shape != models.ShapeAbsent
 	log.Info("snapshot open", "source", src.Location(), "activation_state", state.Activation, "table_shape", state.Shape)
 
