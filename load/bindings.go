@@ -92,6 +92,43 @@ type Binding struct {
 	BoundAt      time.Time      `json:"bound_at"`
 	BoundByRun   string         `json:"bound_by_run"`
 	Rebinds      []Rebind       `json:"rebinds,omitempty"`
+	// KeyChanges are the write-once activation keys seen to change, kept
+	// here (outside the runs, so retention never loses them) until and
+	// after the operator acknowledges them.
+	KeyChanges []KeyChange `json:"key_changes,omitempty"`
+}
+
+// KeyChange is a write-once activation key that differed from the previous
+// committed run's raw value: an alarm until acknowledged
+// (run --acknowledge-key-change), and disclosed for ever after.
+type KeyChange struct {
+	Key string `json:"key"`
+	// Before and After are the raw values (nil: the key was absent).
+	Before *string `json:"before"`
+	After  *string `json:"after"`
+	// PreviousRun read Before; SeenByRun, the first run to read After,
+	// committed at SeenAt.
+	PreviousRun string    `json:"previous_run"`
+	SeenByRun   string    `json:"seen_by_run"`
+	SeenAt      time.Time `json:"seen_at"`
+	// AcknowledgedByRun is the run given --acknowledge-key-change after
+	// the change was recorded ("" while the alarm stands).
+	AcknowledgedByRun string     `json:"acknowledged_by_run,omitempty"`
+	AcknowledgedAt    *time.Time `json:"acknowledged_at,omitempty"`
+}
+
+// Unacknowledged lists the key changes whose alarm still stands.
+func (b *Binding) Unacknowledged() []KeyChange {
+	if b == nil {
+		return nil
+	}
+	var out []KeyChange
+	for _, k := range b.KeyChanges {
+		if k.AcknowledgedByRun == "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Rebind is one explicit change of an installation's source.

@@ -59,7 +59,8 @@ func faultHashes(t *testing.T, wh string) map[string]string {
 			return err
 		}
 		rel, _ := filepath.Rel(wh, p)
-		if rel == load.DatabaseFile || rel == ".lock" {
+		if rel == load.DatabaseFile || rel == ".lock" || rel == load.JournalFile {
+			// The journal records failures, like _runs/ (checked apart).
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -266,6 +267,18 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 				}
 			} else if got := faultQuery(t, wh, fmt.Sprintf(`SELECT count(*)::VARCHAR FROM runs WHERE run_id = '%s'`, second.RunID)); got != "0" {
 				t.Errorf("runs lists a failure that could not be written: %s", got)
+			}
+			// A failure its manifest could not hold is in the journal,
+			// allocated before the fault, with its error.
+			var journaled []string
+			as, jerr := load.ReadAttempts(wh)
+			for _, a := range as {
+				if a.Kind == load.AttemptFailed && a.RunID == second.RunID && a.Installation == "disk" && a.Error == err.Error() {
+					journaled = append(journaled, a.RunID)
+				}
+			}
+			if want := map[bool]int{true: 0, false: 1}[tc.recorded]; jerr != nil || len(journaled) != want {
+				t.Errorf("journal holds the failure %d times, want %d (%v)", len(journaled), want, jerr)
 			}
 
 			// The disk has room again: the next run commits and is current.

@@ -19,7 +19,7 @@ func openLock(path string) (*os.File, error) {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, fmt.Errorf("%s is a symbolic link: %w", path, errOutside)
 		}
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), path)
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {

@@ -50,6 +50,9 @@ type Warehouse struct {
 	// Settled is what opening the warehouse finished of what an earlier
 	// run left waiting.
 	Settled Settled
+	// JournalProblem is why _attempts.journal could not be allocated (nil
+	// when it is there).
+	JournalProblem error
 }
 
 // leftover records a path that could not be removed yet.
@@ -124,6 +127,8 @@ func OpenWarehouse(dir string) (*Warehouse, error) {
 		w.Close()
 		return nil, err
 	}
+	// Allocated while there is room, for the failures that find none.
+	w.JournalProblem = w.ensureJournal()
 	// What an earlier run left waiting (a database, current/ files) is
 	// finished now if nothing holds it any more; the run's own rebuild
 	// supersedes it otherwise.

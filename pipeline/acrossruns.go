@@ -25,6 +25,8 @@ type acrossRuns struct {
 	// keysChanged is set when capture_since or backfill_through differ
 	// from the previous run's.
 	keysChanged bool
+	// acknowledged counts the recorded key changes this run acknowledged.
+	acknowledged int
 	// reboundNow is set when this run rebinds the installation: the
 	// previous run read another store (or the same one elsewhere), so
 	// neither its keys nor its rows are compared with this run's.
@@ -90,35 +92,90 @@ func compareAcrossRuns(wh *load.Warehouse, in Installation, runID string, now ti
 	if a.binding != nil && len(a.binding.Rebinds) > 0 && a.binding.Rebinds[len(a.binding.Rebinds)-1].ByRun == runID {
 		a.reboundNow = true
 	}
-	if a.previous == nil || a.reboundNow {
-		return a, nil
+	// The key changes recorded so far, acknowledged now when asked; then
+	// this run's own (a change is never acknowledged by the run that sees
+	// it: the operator must have been shown it first).
+	base := a.binding
+	if base == nil {
+		base = b
 	}
+	var changes []load.KeyChange
+	if base != nil {
+		changes = append(changes, base.KeyChanges...)
+	}
+	touched := false
+	if in.AcknowledgeKeyChange {
+		for i := range changes {
+			if changes[i].AcknowledgedByRun == "" {
+				at := now.UTC()
+				changes[i].AcknowledgedByRun, changes[i].AcknowledgedAt = runID, &at
+				a.acknowledged++
+				touched = true
+			}
+		}
+	}
+	if a.previous != nil && !a.reboundNow {
+		for _, k := range []struct {
+			name string
+			now  *string
+		}{
+			{models.KeyCaptureSince, state.CaptureSince.Raw},
+			{models.KeyBackfillThrough, state.BackfillThrough.Raw},
+		} {
+			before, had := a.previous.Provenance.RawKeys[k.name]
+			if !had || equalRaw(before, k.now) {
+				continue
+			}
+			a.keysChanged = true
+			changes = append(changes, load.KeyChange{Key: k.name, Before: before, After: k.now,
+				PreviousRun: a.previous.RunID, SeenByRun: runID, SeenAt: now.UTC()})
+			touched = true
+		}
+	}
+	if touched && base != nil {
+		nb := *base
+		nb.KeyChanges = changes
+		a.binding = &nb
+	}
+	for _, c := range changes {
+		a.disclosures = append(a.disclosures, keyChangeDisclosure(c, in.Name, runID, a.previous))
+	}
+	return a, nil
+}
+
+// AcknowledgeHint says how an operator acknowledges an installation's
+// changed activation keys.
+func AcknowledgeHint(installation string) string {
+	return "run once with --acknowledge-key-change: kandev-extract run --acknowledge-key-change --installation " + installation +
+		", with the run's usual --source or --config"
+}
+
+// keyChangeDisclosure states one recorded key change: an alarm while it
+// is not acknowledged, a warning for ever after.
+func keyChangeDisclosure(c load.KeyChange, installation, runID string, previous *models.Manifest) transform.Disclosure {
 	raw := func(k *string) string {
 		if k == nil {
 			return "absent"
 		}
 		return fmt.Sprintf("%q", *k)
 	}
-	for _, k := range []struct {
-		name string
-		now  *string
-	}{
-		{models.KeyCaptureSince, state.CaptureSince.Raw},
-		{models.KeyBackfillThrough, state.BackfillThrough.Raw},
-	} {
-		before, had := a.previous.Provenance.RawKeys[k.name]
-		if !had || equalRaw(before, k.now) {
-			continue
-		}
-		a.keysChanged = true
-		a.disclosures = append(a.disclosures, transform.Disclosure{Rule: "activation_key_changed", Severity: SeverityAlarm,
-			Instant: a.previous.Provenance.SnapshotAt,
-			Text: fmt.Sprintf("%s changed between runs: it was %s at run %s (snapshot %s) and is %s now. "+
-				"Kandev writes it once and never rewrites it (AC-24), so the store was edited, restored or replaced; "+
-				"completeness before and after this run is classified against different boundaries and does not compare.",
-				k.name, raw(before), a.previous.RunID, a.previous.Provenance.SnapshotAt.UTC().Format(time.RFC3339Nano), raw(k.now))})
+	const why = "Kandev writes it once and never rewrites it (AC-24), so the store was edited, restored or replaced; " +
+		"completeness before and after the change is classified against different boundaries and does not compare."
+	if c.AcknowledgedByRun != "" {
+		return transform.Disclosure{Rule: "activation_key_change_acknowledged", Severity: "warning", Instant: c.SeenAt,
+			Text: fmt.Sprintf("%s changed from %s (run %s) to %s, first seen by run %s at %s, and the operator acknowledged it at run %s. %s",
+				c.Key, raw(c.Before), c.PreviousRun, raw(c.After), c.SeenByRun, c.SeenAt.Format(time.RFC3339), c.AcknowledgedByRun, why)}
 	}
-	return a, nil
+	if c.SeenByRun == runID && previous != nil && previous.RunID == c.PreviousRun {
+		return transform.Disclosure{Rule: "activation_key_changed", Severity: SeverityAlarm, Instant: previous.Provenance.SnapshotAt,
+			Text: fmt.Sprintf("%s changed between runs: it was %s at run %s (snapshot %s) and is %s now. %s "+
+				"The alarm stands at every run, in status and in health, until acknowledged: %s.",
+				c.Key, raw(c.Before), previous.RunID, previous.Provenance.SnapshotAt.UTC().Format(time.RFC3339Nano), raw(c.After), why, AcknowledgeHint(installation))}
+	}
+	return transform.Disclosure{Rule: "activation_key_changed", Severity: SeverityAlarm, Instant: c.SeenAt,
+		Text: fmt.Sprintf("%s changed: it was %s at run %s and was %s when run %s first saw it (%s); not acknowledged yet. %s "+
+			"Once looked into, %s.",
+			c.Key, raw(c.Before), c.PreviousRun, raw(c.After), c.SeenByRun, c.SeenAt.Format(time.RFC3339), why, AcknowledgeHint(installation))}
 }
 
 func equalRaw(a, b *string) bool {

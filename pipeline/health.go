@@ -45,9 +45,12 @@ type HealthReport struct {
 	StaleAfterHours      float64  `json:"stale_after_hours"`
 	// KeyChanges lists the activation keys that differ from the
 	// installation's last committed run in the warehouse.
-	KeyChanges []string                 `json:"key_changes,omitempty"`
-	Health     models.Health            `json:"-"`
-	State      models.InstallationState `json:"-"`
+	KeyChanges []string `json:"key_changes,omitempty"`
+	// Unacknowledged are the key changes earlier runs recorded whose alarm
+	// stands until run --acknowledge-key-change (also in KeyChanges).
+	Unacknowledged []load.KeyChange         `json:"unacknowledged_key_changes,omitempty"`
+	Health         models.Health            `json:"-"`
+	State          models.InstallationState `json:"-"`
 }
 
 // CheckHealth opens one snapshot of a source and evaluates writer health
@@ -108,10 +111,11 @@ func CheckHealth(ctx context.Context, source string, opts HealthOptions) (Health
 		}
 	}
 	if opts.Warehouse != "" && opts.Installation != "" {
-		changes, err := keyChanges(opts.Warehouse, opts.Installation, state)
+		changes, recorded, err := keyChanges(opts.Warehouse, opts.Installation, state)
 		if err != nil {
 			return r, err
 		}
+		r.Unacknowledged = recorded
 		if len(changes) > 0 {
 			r.KeyChanges = changes
 			r.Status = models.HealthKeyChanged
@@ -122,20 +126,23 @@ func CheckHealth(ctx context.Context, source string, opts HealthOptions) (Health
 }
 
 // keyChanges compares the activation keys with the installation's last
-// committed run in the warehouse (none when it has none).
-func keyChanges(warehouse, installation string, state models.InstallationState) ([]string, error) {
+// committed run in the warehouse (none when it has none), and adds the
+// changes earlier runs recorded that are not acknowledged: a run that saw a
+// change compares equal with the store afterwards, but the alarm stands.
+func keyChanges(warehouse, installation string, state models.InstallationState) ([]string, []load.KeyChange, error) {
 	ms, err := load.ReadManifests(warehouse)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	b, err := load.ReadBinding(warehouse, installation)
+	if err != nil {
+		return nil, nil, err
 	}
 	var last *models.Manifest
 	for i := range ms {
 		if ms[i].InstallationID == installation && ms[i].Status == models.RunCommitted && ms[i].Provenance != nil {
 			last = &ms[i]
 		}
-	}
-	if last == nil {
-		return nil, nil
 	}
 	show := func(v *string) string {
 		if v == nil {
@@ -144,6 +151,14 @@ func keyChanges(warehouse, installation string, state models.InstallationState) 
 		return fmt.Sprintf("%q", *v)
 	}
 	var out []string
+	recorded := b.Unacknowledged()
+	for _, c := range recorded {
+		out = append(out, fmt.Sprintf("%s changed from %s (run %s) to %s, first seen by run %s at %s, and is not acknowledged (%s)",
+			c.Key, show(c.Before), c.PreviousRun, show(c.After), c.SeenByRun, c.SeenAt.Format(time.RFC3339), AcknowledgeHint(installation)))
+	}
+	if last == nil {
+		return out, recorded, nil
+	}
 	for _, k := range []struct {
 		name string
 		now  *string
@@ -152,7 +167,7 @@ func keyChanges(warehouse, installation string, state models.InstallationState) 
 			out = append(out, fmt.Sprintf("%s was %s at run %s and is %s now", k.name, show(before), last.RunID, show(k.now)))
 		}
 	}
-	return out, nil
+	return out, recorded, nil
 }
 
 // evaluateHealth runs the writer-health comparison inside the snapshot, or

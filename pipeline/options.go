@@ -25,6 +25,10 @@ type Installation struct {
 	// Rebind binds the installation name to this run's source even when
 	// it is bound to another one (load.CheckBinding).
 	Rebind bool
+	// AcknowledgeKeyChange acknowledges the activation key changes earlier
+	// runs recorded (load.KeyChange): their alarm ends, and a warning
+	// disclosure says so at every later run.
+	AcknowledgeKeyChange bool
 }
 
 // openOptions are the source options of an installation.
@@ -157,6 +161,36 @@ type Result struct {
 	// (Windows): the new database, current/ files, leftovers. Not a
 	// failure: the data is committed, and a later command finishes it.
 	Pending load.Pending
+	// NotRebuilt is set when warehouse.duckdb could not be rebuilt after
+	// the installations' runs were recorded: their committed data is on
+	// disk, the database still serves what it did, and the next run
+	// rebuilds it (Run then returns a *RebuildError).
+	NotRebuilt *RebuildError
+}
+
+// RebuildError is a rebuild of warehouse.duckdb that failed after the
+// run's manifests were written.
+type RebuildError struct {
+	Err error
+	// Serves is the run warehouse.duckdb still serves per installation
+	// (current/_manifest.json; none for an installation it never served).
+	Serves map[string]string
+	// Journaled says the failure is in _attempts.journal, for status.
+	Journaled bool
+}
+
+func (e *RebuildError) Error() string { return "rebuild warehouse.duckdb: " + e.Err.Error() }
+
+func (e *RebuildError) Unwrap() error { return e.Err }
+
+// Committed says, for an installation whose run committed, what the
+// failed rebuild means for it.
+func (e *RebuildError) Committed(installation string) string {
+	serves := "no run of it"
+	if r := e.Serves[installation]; r != "" {
+		serves = "run " + r
+	}
+	return "run committed; warehouse.duckdb still serves " + serves + "; will rebuild next run"
 }
 
 // Failed reports whether any installation failed.

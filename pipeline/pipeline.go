@@ -118,7 +118,20 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			"copy", built.Analyst.Preserved, "objects", strings.Join(built.Analyst.Lost, "; "))
 	}
 	if err != nil {
-		return res, fmt.Errorf("rebuild warehouse.duckdb: %w", err)
+		// The committed runs are safe on disk; the database in place still
+		// serves what it did. Said so, and journaled for status.
+		re := &RebuildError{Err: err, Serves: map[string]string{}}
+		if cur, cerr := load.ReadCurrentManifest(wh.Dir); cerr == nil {
+			for inst, e := range cur.Installations {
+				re.Serves[inst] = e.RunID
+			}
+		}
+		jerr := wh.RecordAttempt(load.Attempt{Kind: load.AttemptRebuildFailed, RunID: res.RunID, FinishedAt: opts.Now(), Error: err.Error()})
+		if re.Journaled = jerr == nil; !re.Journaled {
+			opts.Logger.Error("could not record the failed rebuild", "err", jerr)
+		}
+		res.NotRebuilt = re
+		return res, re
 	}
 	res.Pending = built.Pending
 	res.Rebuild = RebuildSummary{Updated: built.Updated, Added: built.Added, Removed: built.Removed, FullReason: built.FullReason,
@@ -227,7 +240,15 @@ func extractOne(ctx context.Context, wh *load.Warehouse, runID string, in Instal
 			werr = wh.WriteManifest(m)
 		}
 		if werr != nil {
-			log.Error("could not record the failure", "err", werr)
+			// Where failures go is full or unwritable: the pre-allocated
+			// journal keeps the attempt for status.
+			jerr := wh.RecordAttempt(load.Attempt{Kind: load.AttemptFailed, Installation: in.Name, RunID: runID,
+				CommitSeq: seq, FinishedAt: m.FinishedAt, DurationMS: m.DurationMS, Error: err.Error()})
+			if jerr != nil {
+				log.Error("could not record the failure", "err", werr, "journal", jerr)
+			} else {
+				log.Error("could not record the failure in its manifest; recorded in "+load.JournalFile, "err", werr)
+			}
 		}
 	}
 	out.Manifest = m
@@ -274,6 +295,13 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	across, err := compareAcrossRuns(wh, in, runID, opts.Now(), identity, state)
 	if err != nil {
 		return fail(err)
+	}
+	if in.AcknowledgeKeyChange {
+		if across.acknowledged == 0 {
+			log.Warn("--acknowledge-key-change: no recorded activation key change to acknowledge")
+		} else {
+			log.Warn("activation key changes acknowledged; disclosed for ever after", "count", across.acknowledged)
+		}
 	}
 	featurePresent := state.Shape != models.ShapeAbsent
 	log.Info("snapshot open", "source", src.Location(), "activation_state", state.Activation, "table_shape", state.Shape)

@@ -51,7 +51,9 @@ missing key is the signal. A healthy writer whose newest row is older than
 --stale-after (default 36h) is reported stale: nothing shows it still works.
 When the warehouse has a committed run of the installation, the activation
 keys are compared with it: a changed key is the most urgent alarm (Kandev
-writes them once).
+writes them once). A change an earlier run recorded stays that alarm, with
+both raw values and the run that first saw it, until it is acknowledged
+with 'kandev-extract run --acknowledge-key-change'.
 
 Installations come from where run takes them: --source, or every
 [[installation]] of the config file (--config or $KANDEV_EXTRACT_CONFIG),
@@ -61,7 +63,8 @@ else Kandev's default store, else the demo store bundled in this binary.
 Exit status (the most urgent installation's): 0 healthy, 3 shortfall,
 4 nothing since activation, 5 not activated (capture_since absent),
 6 capture_since unparseable, 7 no subagent table (Kandev too old), 8 stale,
-9 an activation key changed since the last run, 1 error, 2 usage error.`,
+9 an activation key changed (since the last run, or recorded earlier and
+not acknowledged), 1 error, 2 usage error.`,
 		Example: `  kandev-extract health --source ~/.kandev/data/kandev.db
   kandev-extract health --config /etc/kandev-extract.toml --json
   kandev-extract health --source 'postgres://kandev_reader@db/kandev' --installation team --warehouse /srv/kandev-wh`,

@@ -93,6 +93,23 @@ closed ('query' reads the waiting one meanwhile; 'status' shows it). Held
 current/ files stay at the previous run, all of an installation's together;
 held leftovers are removed by a later run. On Linux and macOS nothing waits.
 
+A changed activation key (Kandev writes subagent_context_capture_since and
+subagent_context_backfill_through once) is recorded in the installation's
+binding, _installations/<name>.json, with both raw values and the run that
+first saw it. It stays an alarm (the activation_key_changed disclosure;
+status and health exit 9) at every later run until an operator who has
+looked into it runs once with --acknowledge-key-change: that run records
+who acknowledged what (the activation_key_change_acknowledged disclosure,
+for ever after). A change is never acknowledged by the run that first sees
+it. Use --installation NAME to acknowledge one installation's only.
+
+When a failure cannot be recorded where failures go (a full disk, an
+unwritable _runs/), it is written to _attempts.journal, a small file of
+fixed size allocated while there was room, which status reads. When the
+run's Parquet committed but warehouse.duckdb could not be rebuilt, the
+summary says so: warehouse.duckdb still serves the previous run, and the
+next run rebuilds it.
+
 Exit status: 0 when every installation committed (also when the swap of
 warehouse.duckdb waits: see above), 1 when any failed, 2 on a usage or
 configuration error (an unknown --log-format value included) or a source
@@ -108,6 +125,7 @@ warehouse (retry later, or pass --wait).`,
 		},
 	}
 	s.addSources(cmd)
+	cmd.Flags().BoolVar(&s.acknowledge, "acknowledge-key-change", false, "acknowledge the activation key changes earlier runs recorded (status and health exit 9 until then); the acknowledgement is disclosed for ever after")
 	cmd.Flags().BoolVar(&full, "full-rebuild", false, "build warehouse.duckdb from every retained run's Parquet files, even when the previous build could be updated with this run alone")
 	return cmd
 }
@@ -123,6 +141,16 @@ func runRun(cmd *cobra.Command, g *globals, s *settings, full bool) error {
 		log.Info("installation", "installation", in.Name, "source", extract.PrintableLocation(in.Source), "chosen_because", why)
 	}
 	res, err := runOnce(cmd.Context(), g, runCall{cfg: cfg, installs: installs, wait: s.wait, demo: why == whyDemo, interactive: true, fullRebuild: full})
+	if re := res.NotRebuilt; re != nil && errors.Is(err, re) {
+		// The runs committed: the summary says so, then the rebuild's
+		// failure (exit 1).
+		if g.showSummary() {
+			printSummary(g.stdout, cfg.Warehouse, res)
+		} else {
+			logSummary(log, res)
+		}
+		return &exitError{code: exitFailure, err: fmt.Errorf("%w (warehouse.duckdb still serves the previous runs; the next run rebuilds it)", err)}
+	}
 	if err != nil {
 		return err
 	}
@@ -390,6 +418,9 @@ func printSummary(w io.Writer, warehouse string, res pipeline.Result) {
 		p := o.Manifest.Provenance
 		st := o.Facts.State
 		printSafe(w, "\ninstallation %s (%s %s, kandev %s)\n", o.Installation, p.SourceDialect, p.SourceLocation, deref(p.KandevVersion))
+		if res.NotRebuilt != nil {
+			printSafe(w, "  %s\n", res.NotRebuilt.Committed(o.Installation))
+		}
 		printSafe(w, "  activation state: %s; subagent table: %s\n", st.Activation, st.Shape)
 		for _, k := range []models.ActivationKey{st.CaptureSince, st.BackfillThrough, st.ExecutionSince} {
 			printSafe(w, "  %-34s %s\n", k.Name+":", describeKey(k))
@@ -402,7 +433,9 @@ func printSummary(w io.Writer, warehouse string, res pipeline.Result) {
 			printSafe(w, "   - [%s] %s\n", d.Rule, d.Text)
 		}
 	}
-	if line := rebuildLine(res); line != "" {
+	if re := res.NotRebuilt; re != nil {
+		printSafe(w, "\nwarehouse.duckdb: NOT rebuilt (%s); it still serves the previous runs, and the next run rebuilds it\n", firstLineOf(re.Err.Error()))
+	} else if line := rebuildLine(res); line != "" {
 		printSafe(w, "\n%s\n", line)
 	}
 	if msgs := res.Pending.Messages(); len(msgs) > 0 {
@@ -453,6 +486,9 @@ func logSummary(log *slog.Logger, res pipeline.Result) {
 		rules := make([]string, len(o.Disclosures))
 		for i, d := range o.Disclosures {
 			rules[i] = d.Rule
+		}
+		if res.NotRebuilt != nil {
+			log.Warn(res.NotRebuilt.Committed(o.Installation), "installation", o.Installation, "run_id", o.RunID)
 		}
 		log.Info("run summary", "installation", o.Installation, "run_id", o.RunID, "activation_state", st.Activation,
 			"subagent_table_shape", st.Shape, "subagent_rows", sa.Rows, "subagent_rows_live", sa.Live, "subagent_rows_backfill", sa.Backfill,

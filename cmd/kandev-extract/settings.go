@@ -23,6 +23,9 @@ type settings struct {
 	wait                                              time.Duration
 	connectTimeout, stallTimeout, staleAfter          time.Duration
 	rebind                                            bool
+	// acknowledge: run --acknowledge-key-change (a flag only, never a
+	// config key: a standing acknowledgement would silence the alarm).
+	acknowledge bool
 }
 
 func (s *settings) addWarehouse(cmd *cobra.Command) {
@@ -165,7 +168,7 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: installation %s's source in %s carries a password; prefer source_env or ~/.pgpass\n", in.Name, cfg.File)
 		}
 		out[i] = pipeline.Installation{Name: in.Name, Source: in.Source, ConnectTimeout: in.ConnectTimeout, StallTimeout: in.StallTimeout,
-			Rebind: in.Rebind || s.rebind}
+			Rebind: in.Rebind || s.rebind, AcknowledgeKeyChange: s.acknowledge}
 	}
 	return cfg, out, why, nil
 }

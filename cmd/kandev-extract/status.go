@@ -14,6 +14,7 @@ import (
 
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/pipeline"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -45,22 +46,42 @@ otherwise reads the waiting database and says so ("pending:" lines; in
 same goes for current/ files held at an earlier run. Something pending does
 not change the exit status: the runs themselves committed.
 
+Besides warehouse.duckdb, status reads what the warehouse directory
+records that the database may not show yet: run manifests written after
+its last rebuild (a rebuild that failed, e.g. on a full disk: "NOT SERVED:
+run X committed; warehouse.duckdb still serves run Y; will rebuild next
+run"), failures that could only be written to _attempts.journal (their
+manifest could not be: "recorded only in _attempts.journal"), and the
+activation key changes recorded in _installations/<name>.json ("ALARM:"
+until acknowledged with 'kandev-extract run --acknowledge-key-change').
+
 --json prints one JSON object per installation, one per line, with the
-same facts (and exit_status, what this installation alone calls for).
+same facts (and exit_status, what this installation alone calls for):
+latest_attempt (with recorded_in: warehouse.duckdb, manifest or journal),
+database_behind (null, or committed_run, serves_run, error, text),
+key_changes (key, before, after, previous_run, seen_by_run, seen_at,
+acknowledged_by_run, acknowledged_at) and warehouse_read_only (null, or
+why no run can write the warehouse).
 
 Exit status (for a monitor; with several installations, the most urgent):
   0  every installation's latest attempt committed, its writer health is
      healthy and its data is fresh
   1  an installation's latest attempt failed (its previous data is still
-     served: see latest_attempt_error), or the warehouse cannot be read (a
-     broken or unreadable warehouse.duckdb: nothing is printed to stdout
-     then, and the error says why)
+     served: see latest_attempt.error), also one recorded only in a
+     manifest or the journal; warehouse.duckdb does not serve the latest
+     committed run (database_behind: its rebuild failed; not while a run is
+     in progress); the warehouse's file system is mounted read-only
+     (warehouse_read_only: no run can record anything); or the warehouse
+     cannot be read (a broken or unreadable warehouse.duckdb, manifest,
+     binding or journal: nothing is printed to stdout then, and the error
+     says why)
   3, 4, 5, 6, 7  writer health as 'health' exits: shortfall, nothing
      since activation, not activated, capture_since unparseable, no
      subagent table (at the installation's latest run)
   8  data is stale (older than the staleness threshold)
-  9  an activation key changed since the previous run (the
-     activation_key_changed alarm)
+  9  an activation key changed and the change is not acknowledged yet
+     (the activation_key_changed alarm, key_changes): it stays so at every
+     run until 'kandev-extract run --acknowledge-key-change'
   2  usage error, or no warehouse at --warehouse`,
 		Example: `  kandev-extract status
   kandev-extract status --warehouse /srv/kandev-wh --last 10
@@ -108,8 +129,24 @@ type installStatus struct {
 	// then reads it), current/ files still at an earlier run, leftovers.
 	// Warehouse-wide, like run_in_progress; null when nothing waits.
 	Pending *load.Pending `json:"pending"`
+	// WarehouseReadOnly is set when the warehouse's file system is mounted
+	// read-only: no run can write or record anything there, so what
+	// status shows may miss failed attempts (exit 1). Warehouse-wide.
+	WarehouseReadOnly *string `json:"warehouse_read_only"`
+	// DatabaseBehind is set when warehouse.duckdb does not serve the
+	// installation's latest committed run (its rebuild failed); null
+	// otherwise.
+	DatabaseBehind *statusBehind `json:"database_behind"`
+	// KeyChanges are the activation key changes recorded in the
+	// installation's binding (_installations/<name>.json): each is an
+	// alarm (exit 9) until acknowledged_by_run is set.
+	KeyChanges []load.KeyChange `json:"key_changes"`
 	// ExitStatus is what this installation alone calls for (see --help).
 	ExitStatus int `json:"exit_status"`
+	// known: the database's runs of the installation; topSeq the highest
+	// commit sequence among them.
+	known  map[string]bool
+	topSeq int64
 	// currentKnown: the warehouse has current_runs (a warehouse built by
 	// an older version has not, and its served run is not known).
 	currentKnown bool
@@ -130,6 +167,12 @@ type statusRun struct {
 	DurationMS   int64     `json:"duration_ms"`
 	SubagentRows *int64    `json:"subagent_rows"`
 	Error        *string   `json:"error"`
+	// RecordedIn is where status found the run: warehouse.duckdb, its
+	// manifest (the database was not rebuilt since), or the journal (its
+	// manifest could not be written either).
+	RecordedIn string `json:"recorded_in"`
+	// order places the run among the others (statusOrder).
+	order statusOrder
 }
 
 type statusDisclosure struct {
@@ -167,6 +210,26 @@ func printStatus(cmd *cobra.Command, g *globals, path, dir string, settled load.
 	if err != nil {
 		return fail(err)
 	}
+	if sts, err = addDiskRecords(dir, sts, last, lock != nil); err != nil {
+		return fail(err)
+	}
+	var readOnly *string
+	if err := readOnlyFS(dir); err != nil {
+		e := err.Error()
+		readOnly = &e
+	}
+	for i := range sts {
+		sts[i].WarehouseReadOnly = readOnly
+		b, err := load.ReadBinding(dir, sts[i].Installation)
+		if err != nil {
+			return fail(err)
+		}
+		sts[i].KeyChanges = []load.KeyChange{}
+		if b != nil && len(b.KeyChanges) > 0 {
+			sts[i].KeyChanges = b.KeyChanges
+		}
+		sts[i].ExitStatus = sts[i].exitFor()
+	}
 	var out bytes.Buffer
 	if asJSON {
 		for i := range sts {
@@ -177,6 +240,9 @@ func printStatus(cmd *cobra.Command, g *globals, path, dir string, settled load.
 			}
 		}
 	} else {
+		if readOnly != nil {
+			printSafe(&out, "READ-ONLY:  the warehouse's file system is mounted read-only (%s): no run can write or record anything there, so failed attempts since may be missing below\n\n", *readOnly)
+		}
 		writeStatus(&out, sts, lock, settled)
 	}
 	if _, err := g.stdout.Write(out.Bytes()); err != nil {
@@ -208,13 +274,18 @@ func statusExit(sts []installStatus) int {
 
 // exitFor is one installation's exit status.
 func (st installStatus) exitFor() int {
-	if st.LatestAttemptFailed {
+	if st.LatestAttemptFailed || st.DatabaseBehind != nil || st.WarehouseReadOnly != nil {
 		return exitFailure
 	}
 	worst := models.HealthHealthy
 	consider := func(s models.HealthStatus) {
 		if healthRank[s] > healthRank[worst] {
 			worst = s
+		}
+	}
+	for _, k := range st.KeyChanges {
+		if k.AcknowledgedByRun == "" {
+			consider(models.HealthKeyChanged)
 		}
 	}
 	if len(st.Alarms) > 0 {
@@ -259,6 +330,12 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 	if err != nil {
 		return nil, err
 	}
+	seqColumn := "0::BIGINT"
+	if ok, err := hasColumn("runs", "commit_seq"); err != nil {
+		return nil, err
+	} else if ok {
+		seqColumn = "coalesce(commit_seq, 0)"
+	}
 	order := "finished_at DESC"
 	if hasOrder {
 		order = "run_order DESC NULLS LAST, finished_at DESC"
@@ -274,7 +351,7 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 		st := installStatus{Installation: name, Disclosures: []statusDisclosure{}, Runs: []statusRun{}}
 		if hasCurrent {
 			var c statusCurrent
-			var la statusRun
+			la := statusRun{RecordedIn: inDatabase}
 			var age sql.NullFloat64
 			var seq sql.NullInt64
 			var snap, newest sql.NullTime
@@ -307,16 +384,36 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 				st.CurrentRun, st.LatestAttempt = &c, &la
 			}
 		}
-		rows, err := db.QueryContext(ctx, `SELECT run_id, status, finished_at, duration_ms, subagent_rows, error
+		st.known = map[string]bool{}
+		ids, err := db.QueryContext(ctx, `SELECT run_id, `+seqColumn+` FROM runs WHERE installation_id = ?`, name)
+		if err != nil {
+			return nil, err
+		}
+		for ids.Next() {
+			var id string
+			var seq int64
+			if err := ids.Scan(&id, &seq); err != nil {
+				ids.Close()
+				return nil, err
+			}
+			st.known[id], st.topSeq = true, max(st.topSeq, seq)
+		}
+		err = ids.Err()
+		ids.Close()
+		if err != nil {
+			return nil, err
+		}
+		rows, err := db.QueryContext(ctx, `SELECT run_id, status, finished_at, duration_ms, subagent_rows, error, `+seqColumn+`
 			FROM runs WHERE installation_id = ? ORDER BY `+order+` LIMIT ?`, name, max(last, 1))
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var r statusRun
+			r := statusRun{RecordedIn: inDatabase}
+			r.order.rank = 1
 			var sub sql.NullInt64
 			var ms sql.NullInt64
-			if err := rows.Scan(&r.RunID, &r.Status, &r.FinishedAt, &ms, &sub, &r.Error); err != nil {
+			if err := rows.Scan(&r.RunID, &r.Status, &r.FinishedAt, &ms, &sub, &r.Error, &r.order.seq); err != nil {
 				rows.Close()
 				return nil, err
 			}
@@ -393,6 +490,14 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// rawText is a raw activation key for people.
+func rawText(v *string) string {
+	if v == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("%q", *v)
 }
 
 func nullable(s sql.NullString) *string {
@@ -477,6 +582,19 @@ func writeStatus(w io.Writer, sts []installStatus, lock *statusLock, settled loa
 				printSafe(w, "  latest:     run %s %s at %s\n", la.RunID, la.Status, la.FinishedAt.Format(stamp))
 			}
 		}
+		if b := st.DatabaseBehind; b != nil {
+			e := "its error was not recorded"
+			if b.Error != nil {
+				e = firstLineOf(*b.Error)
+			}
+			printSafe(w, "  NOT SERVED: %s (the rebuild failed: %s)\n", b.Text, e)
+		}
+		for _, k := range st.KeyChanges {
+			if k.AcknowledgedByRun == "" {
+				printSafe(w, "  ALARM:      %s changed from %s (run %s) to %s, first seen by run %s at %s; not acknowledged (%s)\n",
+					k.Key, rawText(k.Before), k.PreviousRun, rawText(k.After), k.SeenByRun, k.SeenAt.Format(stamp), pipeline.AcknowledgeHint(st.Installation))
+			}
+		}
 		if st.Activation != nil || st.HealthStatus != nil {
 			printSafe(w, "  activation: %s; subagent table: %s; writer health: %s\n", deref(st.Activation), deref(st.TableShape), deref(st.HealthStatus))
 		}
@@ -488,6 +606,12 @@ func writeStatus(w io.Writer, sts []installStatus, lock *statusLock, settled loa
 			}
 			if r.Error != nil && *r.Error != "" {
 				printSafe(w, "  error: %s", firstLineOf(*r.Error))
+			}
+			switch r.RecordedIn {
+			case inManifest:
+				printSafe(w, "  (not in warehouse.duckdb yet)")
+			case inJournal:
+				printSafe(w, "  (recorded only in %s: its manifest could not be written)", load.JournalFile)
 			}
 			printlnSafe(w)
 		}
@@ -505,7 +629,7 @@ func writeStatus(w io.Writer, sts []installStatus, lock *statusLock, settled loa
 
 func exitMeaning(code int) string {
 	if code == exitFailure {
-		return "an installation's latest attempt failed"
+		return "an installation's latest attempt failed, warehouse.duckdb does not serve its latest committed run, or the warehouse is read-only"
 	}
 	for s, c := range healthExit {
 		if c == code {
