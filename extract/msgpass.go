@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -127,13 +128,12 @@ var overlongBytes = string([]byte{0x6b, 0x78, 0x2d, 0x6f, 0x76, 0x65, 0x72, 0x6c
 
 // ReadMessages reads the message evidence and, when healthSince is set,
 // the writer-health counts (spec AC-28, AC-29), for activity at or after
-// since (nil: no shortfall is measured). subagents says whether
-// task_session_subagents exists. On SQLite it makes one pass over each
-// table (above); on PostgreSQL it runs the evidence and health queries.
-//
-// healthSince is the instant writer health compares with: since, unless
-// capture_since is not a usable instant while health still runs (then the
-// two queries run as they are).
+// since (nil: no shortfall is measured), in one pass over the messages and
+// the subagent rows (above; msgpass_pg.go on PostgreSQL). subagents says
+// whether task_session_subagents exists. healthSince, when set, must be
+// since: writer health is measured from capture_since. This pass is the
+// only production implementation of both; the SQL the tests compare it
+// with is in oracle_test.go.
 func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time) (MessageEvidence, *models.HealthCounts, error) {
 	return readMessages(ctx, snap, since, subagents, healthSince, false)
 }
@@ -158,7 +158,9 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 		inner, mask = m.Snapshot, m.mask.err
 	}
 	if health && (since == nil || !since.Equal(*healthSince) || !subagents) {
-		inner = nil // the two queries, as they are
+		// Writer health runs only where capture_since is an instant and the
+		// table exists (transform.HealthPlan), and is measured from it.
+		return MessageEvidence{}, nil, errors.New("message pass: writer health is measured from capture_since, with a subagent table")
 	}
 	if pg, ok := inner.(*pgSnapshot); ok {
 		ev, c, err := pg.readMessages(ctx, since, subagents, health, fanout)
@@ -166,12 +168,7 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	}
 	s, ok := inner.(*sqliteSnapshot)
 	if !ok {
-		ev, err := ReadMessageEvidence(ctx, snap, since, subagents)
-		if err != nil || !health {
-			return ev, nil, err
-		}
-		c, err := HealthCounts(ctx, snap, *healthSince)
-		return ev, &c, err
+		return MessageEvidence{}, nil, fmt.Errorf("message pass: unsupported snapshot %T", snap)
 	}
 	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
 	if health {

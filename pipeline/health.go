@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -177,9 +178,14 @@ func evaluateHealth(ctx context.Context, snap models.Snapshot, state models.Inst
 	if !runIt {
 		return verdict, nil
 	}
-	counts, err := extract.HealthCounts(ctx, snap, state.CaptureSince.At)
+	// The run's own message pass: one implementation of the comparison.
+	at := state.CaptureSince.At
+	_, counts, err := extract.ReadMessages(ctx, snap, &at, true, &at)
+	if err == nil && counts == nil {
+		err = errors.New("writer health: the message pass measured nothing")
+	}
 	if err != nil {
 		return verdict, err
 	}
-	return transform.HealthVerdict(state, counts), nil
+	return transform.HealthVerdict(state, *counts), nil
 }
