@@ -429,4 +429,3 @@ func (p *pgSnapshot) messageEvidence(ctx context.Context, since *time.Time, suba
 	}
 	return nil
 }
-
