@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// fork.go, sqlitelite.go and readahead_linux.go call modernc.org/libc
+// fork.go and sqlitelite.go call modernc.org/libc
 // directly, on handles modernc.org/sqlite made: the two must be the
 // versions that were built together. go.mod requires libc directly; this
 // test fails when the libc the build selects is not the one the selected

@@ -81,16 +81,7 @@ func openLite(path string, immutable bool, busy time.Duration) (*liteConn, error
 	defer libc.Xfree(tls, zName)
 	out := tls.Alloc(8)
 	*(*uintptr)(cPointer(out)) = 0
-	var zVfs uintptr // the default VFS, unless the read-ahead one is there (readahead_linux.go)
-	if name := readAheadVFS(); name != "" {
-		if zVfs, err = libc.CString(name); err != nil {
-			tls.Free(8)
-			tls.Close()
-			return nil, err
-		}
-		defer libc.Xfree(tls, zVfs)
-	}
-	rc := sqlite3.Xsqlite3_open_v2(tls, zName, out, sqlite3.SQLITE_OPEN_READONLY|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, zVfs)
+	rc := sqlite3.Xsqlite3_open_v2(tls, zName, out, sqlite3.SQLITE_OPEN_READONLY|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
 	db := *(*uintptr)(cPointer(out))
 	tls.Free(8)
 	c := &liteConn{tls: tls, db: db}

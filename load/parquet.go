@@ -416,10 +416,6 @@ func (w *columnWorker) prepare(in *columnInput, arr arrow.Array, f arrow.Field) 
 	}
 }
 
-// pageFlusher is the column writers' FlushCurrentPage, which
-// file.ColumnChunkWriter does not declare but every one of them has.
-type pageFlusher interface{ FlushCurrentPage() error }
-
 func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Array, f arrow.Field, in *columnInput) error {
 	cw, err := rg.Column(i)
 	if err != nil {
@@ -435,11 +431,6 @@ func (w *columnWorker) write(rg file.BufferedRowGroupWriter, i int, arr arrow.Ar
 		if err := pqarrow.WriteArrowToColumn(w.ctx, cw, arr, in.defs, nil, f.Nullable); err != nil {
 			return err
 		}
-	}
-	// Encode and compress the last page here, in parallel, rather than in
-	// the row group's serial Close.
-	if f, ok := cw.(pageFlusher); ok && holdsValues(cw, indices && arr.Len() > arr.NullN()) {
-		return f.FlushCurrentPage()
 	}
 	return nil
 }
@@ -477,29 +468,6 @@ func writeDictionary(cw file.ColumnChunkWriter, in *columnInput) (bool, error) {
 		}
 	}
 	return true, cw.WriteDictIndices(in.indices, in.defs, nil)
-}
-
-// rawSizer is a dictionary encoder's count of the bytes it took since its
-// last page.
-type rawSizer interface{ ObservedRawSize() int64 }
-
-// holdsValues reports whether a column writer has values not yet in a page.
-// One with none (its page was just flushed because it reached the page
-// size, or the dictionary fell back to plain) must not be flushed: arrow-go
-// would emit an empty page, or panic on a nullable column. A page holding
-// only nulls is left to the row group's Close, which flushes it.
-//
-// gaveIndices is whether non-null dictionary indices were just written to a
-// fresh column writer: a dictionary encoder does not count indices in its
-// raw size, and for the same reason never ends a page on its own, so it
-// holds them unless it fell back to plain (and is then no dictionary
-// encoder).
-func holdsValues(cw file.ColumnChunkWriter, gaveIndices bool) bool {
-	enc := cw.CurrentEncoder()
-	if d, ok := enc.(rawSizer); ok {
-		return d.ObservedRawSize() > 0 || gaveIndices
-	}
-	return enc.EstimatedDataEncodedSize() > 0
 }
 
 // definitionLevels are a flat nullable column's Parquet definition levels
