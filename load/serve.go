@@ -85,3 +85,7 @@ func AnalyticViews() ([]AnalyticView, error) {
 // DisclosuresLead joins a disclosing view's own comment and the current
 // disclosures appended to it: the text before it is the view's own.
 const DisclosuresLead = disclosuresLead
+
+// WarehouseStorage are the ATTACH options a warehouse.duckdb is written
+// with (row groups that fit DuckDB's memory bound, see warehouseStorage).
+const WarehouseStorage = warehouseStorage

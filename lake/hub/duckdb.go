@@ -219,9 +219,13 @@ func (h *Hub) materialize(ctx context.Context, path, cache string, only []string
 	if err := load.BoundDuckDB(ctx, conn); err != nil {
 		return out, err
 	}
-	for _, q := range []string{`SET preserve_insertion_order = false`,
+	// The hub reads every installation's files at once (a local rebuild
+	// one installation's): 64 MB ran out of memory on the first table of
+	// 200 installations (lakebench); the hub's bound is the local
+	// rebuild's retry limit.
+	for _, q := range []string{`SET memory_limit = ` + quote(load.RetryMemoryLimit), `SET preserve_insertion_order = false`,
 		`SET temp_directory = ` + quote(filepath.Join(filepath.Dir(path), "spill")),
-		`ATTACH ` + quote(path) + ` AS warehouse`, `USE warehouse`,
+		`ATTACH ` + quote(path) + ` AS warehouse ` + load.WarehouseStorage, `USE warehouse`,
 		`CREATE TEMP TABLE ingested (installation_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL)`} {
 		if err := exec(q); err != nil {
 			return out, err

@@ -214,7 +214,7 @@ func exportResults(ctx context.Context, dbPath, work string, views, insts []stri
 	if err := load.BoundDuckDB(ctx, conn); err != nil {
 		return nil, err
 	}
-	for _, q := range []string{`SET preserve_insertion_order = false`, `SET temp_directory = ` + quote(filepath.Join(work, "spill")),
+	for _, q := range []string{`SET memory_limit = ` + quote(load.RetryMemoryLimit), `SET preserve_insertion_order = false`, `SET temp_directory = ` + quote(filepath.Join(work, "spill")),
 		`ATTACH ` + quote(dbPath) + ` AS warehouse (READ_ONLY)`, `USE warehouse`} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return nil, err
