@@ -194,12 +194,13 @@ type exportedView struct {
 	view    string
 	comment string
 	docs    map[string]string
-	files   map[string]string // installation -> local file
+	files   map[string][]string // installation -> its local files (DuckDB may write several)
 }
 
-// exportResults writes each view's rows of the installations as one
-// Parquet file per installation (an empty one for an installation without
-// rows: its partition then records the run it was computed from).
+// exportResults writes each view's rows of the installations as Parquet
+// files per installation (one, or several where DuckDB's parallel writers
+// split a large one; an empty one for an installation without rows: its
+// partition then records the run it was computed from).
 func exportResults(ctx context.Context, dbPath, work string, views, insts []string) ([]exportedView, error) {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -225,7 +226,7 @@ func exportResults(ctx context.Context, dbPath, work string, views, insts []stri
 	}
 	var out []exportedView
 	for _, v := range views {
-		ex := exportedView{view: v, docs: map[string]string{}, files: map[string]string{}}
+		ex := exportedView{view: v, docs: map[string]string{}, files: map[string][]string{}}
 		var c sql.NullString
 		if err := conn.QueryRowContext(ctx, `SELECT comment FROM duckdb_views() WHERE database_name = 'warehouse' AND view_name = ?`, v).Scan(&c); err != nil {
 			return nil, fmt.Errorf("view %s: %w", v, err)
@@ -273,10 +274,12 @@ func exportResults(ctx context.Context, dbPath, work string, views, insts []stri
 			} else if err != nil {
 				return nil, err
 			}
-			if more, _ := filepath.Glob(filepath.Join(d, "part-[1-9]*.parquet")); len(more) > 0 {
-				return nil, fmt.Errorf("view %s: %d files for %s, one expected", v, len(more)+1, inst)
+			all, err := filepath.Glob(filepath.Join(d, "part-*.parquet"))
+			if err != nil {
+				return nil, err
 			}
-			ex.files[inst] = f
+			slices.Sort(all)
+			ex.files[inst] = all
 		}
 		out = append(out, ex)
 	}
@@ -299,7 +302,7 @@ func (h *Hub) commitResultsTable(ctx context.Context, ex exportedView, runOf map
 	if err != nil {
 		return 0, 0, err
 	}
-	adds := map[string]iceberg.DataFile{}
+	adds := map[string][]iceberg.DataFile{}
 	var keys []string
 	defer func() {
 		if err != nil { // the uploads are referenced by no snapshot
@@ -314,25 +317,27 @@ func (h *Hub) commitResultsTable(ctx context.Context, ex exportedView, runOf map
 	}
 	for _, inst := range insts {
 		mk := runOf[inst]
-		var rnd [8]byte
-		rand.Read(rnd[:])
-		uri := strings.TrimSuffix(tbl.Location(), "/") + "/data/installation_id=" + inst + "/run_id=" + mk.RunID + "/part-" + hex.EncodeToString(rnd[:]) + ".parquet"
-		key, ok := h.bucket.KeyOf(uri)
-		if !ok {
-			return 0, 0, fmt.Errorf("table %s lies outside the bucket %s", strings.Join(id, "."), h.bucket)
+		for _, local := range ex.files[inst] {
+			var rnd [8]byte
+			rand.Read(rnd[:])
+			uri := strings.TrimSuffix(tbl.Location(), "/") + "/data/installation_id=" + inst + "/run_id=" + mk.RunID + "/part-" + hex.EncodeToString(rnd[:]) + ".parquet"
+			key, ok := h.bucket.KeyOf(uri)
+			if !ok {
+				return 0, 0, fmt.Errorf("table %s lies outside the bucket %s", strings.Join(id, "."), h.bucket)
+			}
+			if err := h.upload(ctx, local, key); err != nil {
+				return 0, 0, err
+			}
+			keys = append(keys, key)
+			df, err := table.FileToDataFile(ctx, fsys, uri, tbl.Schema(), tbl.Spec(), 0, tbl.Properties())
+			if err != nil {
+				return 0, 0, fmt.Errorf("%s: %s: %w", strings.Join(id, "."), inst, err)
+			}
+			if df, err = withPartition(tbl, df, inst); err != nil {
+				return 0, 0, err
+			}
+			adds[inst] = append(adds[inst], df)
 		}
-		if err := h.upload(ctx, ex.files[inst], key); err != nil {
-			return 0, 0, err
-		}
-		keys = append(keys, key)
-		df, err := table.FileToDataFile(ctx, fsys, uri, tbl.Schema(), tbl.Spec(), 0, tbl.Properties())
-		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %s: %w", strings.Join(id, "."), inst, err)
-		}
-		if df, err = withPartition(tbl, df, inst); err != nil {
-			return 0, 0, err
-		}
-		adds[inst] = df
 	}
 	seqs := map[string]int64{}
 	for inst, mk := range runOf {
@@ -358,7 +363,7 @@ func (h *Hub) commitResultsTable(ctx context.Context, ex exportedView, runOf map
 				}
 			}
 			deletes = append(deletes, present[inst].files...)
-			add = append(add, adds[inst])
+			add = append(add, adds[inst]...)
 			refs = append(refs, inst+"/"+mk.RunID)
 		}
 		if len(add) == 0 {
@@ -380,10 +385,12 @@ func (h *Hub) commitResultsTable(ctx context.Context, ex exportedView, runOf map
 		return 0, r, err
 	}
 	// Uploads no snapshot took (a newer run's results were there) go.
-	for _, df := range adds {
-		if !slices.ContainsFunc(used, func(u iceberg.DataFile) bool { return u.FilePath() == df.FilePath() }) {
-			if k, ok := h.bucket.KeyOf(df.FilePath()); ok {
-				h.bucket.Blob().Delete(ctx, k)
+	for _, dfs := range adds {
+		for _, df := range dfs {
+			if !slices.ContainsFunc(used, func(u iceberg.DataFile) bool { return u.FilePath() == df.FilePath() }) {
+				if k, ok := h.bucket.KeyOf(df.FilePath()); ok {
+					h.bucket.Blob().Delete(ctx, k)
+				}
 			}
 		}
 	}
@@ -401,7 +408,7 @@ func (h *Hub) ensureResultsTable(ctx context.Context, id table.Identifier, ex ex
 	if err != nil || tbl != nil {
 		return tbl, err
 	}
-	sc, err := localParquetSchema(ex.files[inst])
+	sc, err := localParquetSchema(ex.files[inst][0])
 	if err != nil {
 		return nil, fmt.Errorf("schema of %s: %w", ex.view, err)
 	}
