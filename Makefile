@@ -8,7 +8,7 @@ ARGS    ?=
 
 export CGO_ENABLED = 1
 
-.PHONY: build lake run test lint fmt bench fuzz clean cross install release
+.PHONY: build lake run test lint fmt bench bench-lake fuzz clean cross install release
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kandev-extract
@@ -57,6 +57,13 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./transform
 	$(GO) run ./internal/bench $(BENCH_ARGS)
+
+# The scale-out hub at scale (docs/benchmarks.md, "Lake ingest at scale"):
+# 200 installations x 3 runs ingested night by night into one catalog,
+# then maintenance; prints wall times, peak RSS and data files.
+LAKEBENCH_ARGS ?=
+bench-lake:
+	$(GO) run ./internal/lakebench $(LAKEBENCH_ARGS)
 
 # Fuzz each parser for a bounded time (not part of make test / CI).
 FUZZTIME ?= 30s

@@ -407,16 +407,22 @@ func (b *build) createRunTables(runs []runRow, problems []ManifestProblem, info 
 	if err := createBuildInfo(b.ctx, b.conn, info); err != nil {
 		return err
 	}
+	if err := b.createCurrentRuns(staleAfter); err != nil {
+		return err
+	}
+	return b.exec(`COMMIT`)
+}
+
+// createCurrentRuns creates the current_runs view over runs, with its
+// comments.
+func (b *build) createCurrentRuns(staleAfter time.Duration) error {
 	if staleAfter <= 0 {
 		staleAfter = DefaultStaleAfter
 	}
 	if err := b.exec(fmt.Sprintf(currentRunsSQL, staleAfter.Microseconds())); err != nil {
 		return err
 	}
-	if err := b.exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter)) + ";\n" + currentRunsColumnComments); err != nil {
-		return err
-	}
-	return b.exec(`COMMIT`)
+	return b.exec(`COMMENT ON VIEW current_runs IS ` + quote(fmt.Sprintf(currentRunsComment, staleAfter)) + ";\n" + currentRunsColumnComments)
 }
 
 // createViews creates every view over the _history tables (which exist)

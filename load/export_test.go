@@ -11,9 +11,6 @@ func SetRebuildMemoryLimit(limit string) (restore func()) {
 	return func() { rebuildMemoryLimit = old }
 }
 
-// DisclosuresLead is disclosuresLead, for the tests of the comments.
-const DisclosuresLead = disclosuresLead
-
 // AnalyticViewNames lists the views created from views/, in order.
 func AnalyticViewNames() ([]string, error) {
 	views, err := analyticViews()

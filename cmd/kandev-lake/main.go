@@ -130,6 +130,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			rep, err := h.Ingest(cmd.Context(), hub.IngestOptions{})
 			fmt.Fprintf(stdout, "ingested %d run(s) (%d rows into the history tables, %d commits, %d conflict retries); %d already ingested\n",
 				len(rep.Ingested), rep.Rows, rep.Commits, rep.Retries, rep.AlreadyIngested)
+			fmt.Fprintf(stdout, "results tables: %d committed for %d installation(s) (%d commits, %d conflict retries)\n",
+				rep.Results.Tables, len(rep.Results.Installations), rep.Results.Commits, rep.Results.Retries)
 			for _, r := range rep.Ingested {
 				fmt.Fprintf(stdout, "  %s/%s\n", r.Installation, r.Run)
 			}

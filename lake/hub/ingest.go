@@ -69,6 +69,8 @@ type IngestReport struct {
 	Commits, Retries int
 	// Rows are the rows the history tables gained.
 	Rows int64
+	// Results is what the results tables (results.go) were given.
+	Results ResultsReport
 }
 
 // marker is hub/ingested/<i>/<r>.json: the run is in every table.
@@ -109,7 +111,9 @@ type tablePair struct {
 }
 
 // Ingest registers every committed run in the landing area that is not
-// yet ingested. See the package documentation for the guarantees.
+// yet ingested, then commits the results tables of the installations whose
+// latest run changed (CommitResults). See the package documentation for
+// the guarantees.
 func (h *Hub) Ingest(ctx context.Context, opts IngestOptions) (IngestReport, error) {
 	ctx = h.IO(ctx)
 	opts.MaxRunsPerBatch = cmp.Or(opts.MaxRunsPerBatch, 256)
@@ -126,7 +130,14 @@ func (h *Hub) Ingest(ctx context.Context, opts IngestOptions) (IngestReport, err
 		}
 		pending = pending[n:]
 	}
-	return rep, nil
+	var insts []string
+	for _, r := range rep.Ingested {
+		if !slices.Contains(insts, r.Installation) {
+			insts = append(insts, r.Installation)
+		}
+	}
+	rep.Results, err = h.CommitResults(ctx, insts, opts.Workers)
+	return rep, err
 }
 
 // scanLanding lists the landing manifests: valid committed ones without a

@@ -73,6 +73,13 @@ func (h *Hub) Maintain(ctx context.Context, opts MaintainOptions) ([]TableMainte
 	for _, base := range bases {
 		ids = append(ids, h.HistoryTable(base), h.CurrentTable(base))
 	}
+	results, err := h.ResultsTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		ids = append(ids, table.Identifier{h.cfg.Namespace, r})
+	}
 	out := make([]TableMaintenance, len(ids))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(opts.Workers, 4))

@@ -34,6 +34,20 @@ func (h *Hub) parquetSchema(ctx context.Context, key string) (*iceberg.Schema, e
 	return table.ArrowSchemaToIcebergWithFreshIDs(sc, false)
 }
 
+// localParquetSchema is parquetSchema of a local file.
+func localParquetSchema(path string) (*iceberg.Schema, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	sc, err := pqarrow.FromParquet(pf.MetaData().Schema, nil, pf.MetaData().KeyValueMetadata())
+	if err != nil {
+		return nil, err
+	}
+	return table.ArrowSchemaToIcebergWithFreshIDs(sc, false)
+}
+
 // blobReaderAt reads an object by ranges (parquet.ReaderAtSeeker).
 type blobReaderAt struct {
 	ctx  context.Context
