@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -156,6 +157,23 @@ func TestReasonCodesOnEveryStore(t *testing.T) {
 					t.Errorf("%s rows break the empty-exactly-when rule: %s", n, q)
 				}
 			}
+			// The capture_boundary disclosure counts the turns that started
+			// before capture_since, by their completeness.
+			for _, s := range reasonStores {
+				text := rowsOf(t, db, `SELECT text FROM disclosures WHERE installation_id = ? AND rule = 'capture_boundary'`, s.name)
+				if len(text) == 0 {
+					continue
+				}
+				n := func(c string) int {
+					return atoi(one(t, db, `SELECT count(*) FROM fanout_by_turn WHERE installation_id = ? AND fanout_completeness = ?
+						AND list_contains(completeness_reasons, 'started_before_capture')`, s.name, c))
+				}
+				lower := fmt.Sprintf("a lower bound (%s, ", counted(n("lower_bound"), "turn", "turns"))
+				unknown := fmt.Sprintf("UNKNOWN, not zero (%s, ", counted(n("unknown"), "turn", "turns"))
+				if !strings.Contains(text[0], lower) || !strings.Contains(text[0], unknown) {
+					t.Errorf("%s capture_boundary: %q, want %q and %q", s.name, text[0], lower, unknown)
+				}
+			}
 			if dialect != "sqlite" {
 				return
 			}
@@ -240,6 +258,13 @@ func expectedIdentityReasons(preAmend bool) string {
 			CASE WHEN source <> 'backfill' AND NOT e_valid THEN 'no_execution_since_key,' ELSE '' END, ',') END
 		FROM (SELECT *, agent_execution_id IS NULL OR lower(trim(agent_execution_id)) IN ('', 'unknown') AS sentinel,
 			coalesce(` + validE + `, 0) AS e_valid FROM task_session_subagents)`
+}
+
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func boolSQL(b bool) string {

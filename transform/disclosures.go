@@ -76,7 +76,7 @@ func Disclose(f Facts) []Disclosure {
 			"Subagent capture is complete from %s (subagent_context_capture_since = %q): fan-out of activity that started at or after it is exact, and a zero there is a true zero. "+
 				"Activity that started before it has fan-out that is a lower bound (%s, %s with rows) or UNKNOWN, not zero (%s, %s without rows). "+
 				"The rows observed before it (%d) are real measurements and are kept.",
-			c.At.Format(tsLayout), *c.Raw, turns(turnsLower), sessions(sessLower), turns(turnsUnknown), sessions(sessUnknown), sa.Window[models.BeforeCapture])
+			c.At.Format(tsLayout), *c.Raw, turns(f.Turns.BeforeLower), sessions(f.Sessions.BeforeLower), turns(f.Turns.BeforeUnknown), sessions(f.Sessions.BeforeUnknown), sa.Window[models.BeforeCapture])
 		if c.Precision == models.PrecisionSecond {
 			add("second_precision_boundary", "warning", c.At, sa.Ambiguous, true,
 				"subagent_context_capture_since (%q) is only second-precise (written by an older Kandev build and never rewritten, as AC-24 requires). "+

@@ -599,6 +599,8 @@ type FanoutStats struct {
 	// more rows than that leaves tool calls (Classifier.Fanout: a lower
 	// bound, whenever they started).
 	Shortfall, Ambiguous, Unplaceable, MessagesOnly, Overlap, RowsBeyond int64
+	// Of those that started before capture_since: lower_bound, unknown.
+	BeforeLower, BeforeUnknown int64
 }
 
 // Sessions transforms task_sessions into dim_session.
@@ -725,6 +727,14 @@ func (c *Context) fanout(b *Builder, o *fanoutOut, st *FanoutStats, in FanoutInp
 			st.Ambiguous++
 		case in.Unattributed > 0:
 			st.Unplaceable++
+		}
+	}
+	if r.Reasons&models.ReasonStartedBeforeCapture != 0 {
+		switch r.Completeness {
+		case models.FanoutLowerBound:
+			st.BeforeLower++
+		case models.FanoutUnknown:
+			st.BeforeUnknown++
 		}
 	}
 	if in.Rows == 0 && in.Messages.Expected > 0 {
