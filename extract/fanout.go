@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/kandev/kandev-extract/extract/scans"
-	"github.com/kandev/kandev-extract/internal/offheap"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -105,7 +104,7 @@ const (
 // fanAcc collects the fan-out during the pass.
 type fanAcc struct {
 	turnN, sessN []groupCounts
-	calls        offheap.List[fanCall]
+	calls        list[fanCall]
 	rows         uint64
 	full         bool // too many rows or groups for 32 bits: not counted
 }

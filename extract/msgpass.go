@@ -13,7 +13,6 @@ import (
 
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/internal/instant"
-	"github.com/kandev/kandev-extract/internal/offheap"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -46,8 +45,7 @@ import (
 // 32 per subagent row at or after it, and the per-turn and per-session
 // evidence maps the transformer reads anyway; SQLite holds no sorter and no
 // temporary table. Those per-row lists (and the fan-out's kept calls) are
-// offheap.Lists: on Linux they grow in place instead of being copied as
-// they double, and release frees them as soon as the counts are made.
+// released as soon as the counts are made.
 
 // msgPassMessages: every message whose metadata is not NULL and that
 // matters — malformed (not JSON, or over the 1 MiB read bound: ok = 0) or a
@@ -611,12 +609,12 @@ type msgPass struct {
 	health         bool
 	h              [2]maphash.Hash
 	turns, sess    groupTable
-	turnTC, sessTC offheap.List[member] // evidence: distinct tool calls per turn / session
-	recent         offheap.List[healthRow]
+	turnTC, sessTC list[member] // evidence: distinct tool calls per turn / session
+	recent         list[healthRow]
 	malformed      int64
 	// From the subagent rows.
 	sinceRows     int64
-	sinceKeys     offheap.List[key128]
+	sinceKeys     list[key128]
 	special       []special
 	lastObserved  time.Time
 	turnOnly      []member // tool calls of rows of a message turn that no message of the turn names
