@@ -174,7 +174,7 @@ func BenchmarkZstdFloor(b *testing.B) {
 	for _, c := range chunks {
 		total += int64(len(c))
 	}
-	codec, err := compress.GetCodec(compress.Codecs.Zstd) // the writer's: libzstd (zstd.go)
+	codec, err := compress.GetCodec(compress.Codecs.Zstd) // the writer's
 	if err != nil {
 		b.Fatal(err)
 	}
