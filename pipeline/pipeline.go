@@ -95,11 +95,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	opts.phase("", PhaseRebuild)
 	// The extraction's memory (id sets, the deletion comparison's) goes
 	// back to the system before DuckDB takes its own for the rebuild.
-	restore := shareMemoryWithDuckDB()
 	debug.FreeOSMemory()
 	t0 := time.Now()
 	built, err := wh.Rebuild(finish, load.RebuildOptions{Keep: opts.Retention, StaleAfter: opts.StaleAfter, Full: opts.FullRebuild})
-	restore()
 	res.DuckDB = time.Since(t0)
 	res.Problems = built.Problems
 	if res.MemoryRetry = built.MemoryRetry; res.MemoryRetry != "" {
@@ -366,7 +364,6 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	// ~130 MiB (docs/benchmarks.md, Peak RSS), for one collection.
 	tctx.TurnEvidence, tctx.SessionEvidence = nil, nil
 	rd.evidence.Turns, rd.evidence.Sessions, rd.evidence.Fanout, rd.fanout = nil, nil, nil, nil
-	defer shareMemoryWithDuckDB()() // the deletion comparison and the archives
 	debug.FreeOSMemory()
 
 	// Writer health and its shortfall.
