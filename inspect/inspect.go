@@ -305,7 +305,16 @@ func resolve(ctx context.Context, db *sql.DB, sel, idCol, kind, id, installation
 		if installation != "" {
 			where = fmt.Sprintf("in installation %q", installation)
 		}
-		return none, fmt.Errorf("%s %q: %w %s", kind, id, ErrNotFound, where)
+		hint := ""
+		switch {
+		case kind == KindInstallation:
+			if names, err := strings1(ctx, db, `SELECT installation_id FROM installations ORDER BY 1 LIMIT `+fmt.Sprint(maxCandidates)); err == nil && len(names) > 0 {
+				hint = " (installations: " + strings.Join(names, ", ") + ")"
+			}
+		case len(id) < minPrefix:
+			hint = fmt.Sprintf(" (an id prefix needs %d characters or more)", minPrefix)
+		}
+		return none, fmt.Errorf("%s %q: %w %s%s", kind, id, ErrNotFound, where, hint)
 	case 1:
 		return found[0], nil
 	}

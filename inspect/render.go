@@ -44,12 +44,15 @@ func Render(w io.Writer, d *Document, safe func(string) string) error {
 	if in.TurnsByReason != nil {
 		for _, r := range models.CompletenessReasonList {
 			if n := in.TurnsByReason[string(r.Code)]; n > 0 {
-				p.line(2, "%-28s %d turns", r.Code, n)
+				p.line(2, "%-28s %s", r.Code, plural(n, "turn", "turns"))
 			}
 		}
 	}
 	for _, dc := range in.Disclosures {
 		p.line(1, "disclosure %s (%s)%s", dc.Rule, dc.Severity, countSuffix(dc.Count))
+	}
+	if len(in.Disclosures) > 0 {
+		p.line(2, "(the count is the rule's own: rows, turns or keys; its text is in the disclosures view)")
 	}
 	for i, s := range d.Sessions {
 		if d.Query.Kind == KindInstallation && i == maxSessionsShown {
@@ -208,6 +211,13 @@ func count(n *int64) string {
 		return "NULL"
 	}
 	return fmt.Sprint(*n)
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func countSuffix(n *int64) string {

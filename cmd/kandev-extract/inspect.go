@@ -52,9 +52,9 @@ not hold is null, never made up.
 Exit status: 0 shown, 10 not found, 11 the id matches objects in several
 installations (or, as a prefix, several objects: the candidates are
 listed), 1 the warehouse could not be read, 2 usage error.`,
-		Example: `  kandev-extract inspect turn 21bb1606
-  kandev-extract inspect session 6c1f0e52-8a1e-4c7e-9a55-0d5b8ad0f2a1 --json
-  kandev-extract inspect installation laptop --warehouse /srv/kandev-wh`,
+		Example: `  kandev-extract inspect turn 4326d0fd                 # a turn of the demo store, by a unique prefix
+  kandev-extract inspect session 0373d4e3 --json
+  kandev-extract inspect installation demo --warehouse ./warehouse`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, id := args[0], args[1]
