@@ -105,6 +105,21 @@ func TestReasonCodesOnEveryStore(t *testing.T) {
 		}
 		paths[s.name] = p
 	}
+	// The rules derived once per store (SQLite's SQL on the source; under
+	// the race detector this is most of the test's time), then compared
+	// with both dialects' warehouses.
+	type derived struct{ turns, sessions, identities []string }
+	want := map[string]derived{}
+	for _, s := range reasonStores {
+		src := testkit.SourceDB(t, paths[s.name])
+		feature := one(t, src, `SELECT count(*) FROM sqlite_master WHERE name = 'task_session_subagents'`) == "1"
+		d := derived{turns: rowsOf(t, src, expectedReasons("task_session_turns", "turn_id", feature)),
+			sessions: rowsOf(t, src, expectedReasons("task_sessions", "task_session_id", feature))}
+		if feature {
+			d.identities = rowsOf(t, src, expectedIdentityReasons(s.preAmend))
+		}
+		want[s.name] = d
+	}
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
 			var ins []Installation
@@ -131,18 +146,14 @@ func TestReasonCodesOnEveryStore(t *testing.T) {
 				if dialect == "postgres" && s.sqliteOnly {
 					continue
 				}
-				src := testkit.SourceDB(t, paths[s.name])
-				feature := one(t, src, `SELECT count(*) FROM sqlite_master WHERE name = 'task_session_subagents'`) == "1"
+				d := want[s.name]
 				testkit.EqualSets(t, s.name+" turn reasons",
-					rowsOf(t, db, `SELECT turn_id, array_to_string(completeness_reasons, ',') FROM fanout_by_turn WHERE installation_id = ?`, s.name),
-					rowsOf(t, src, expectedReasons("task_session_turns", "turn_id", feature)))
+					rowsOf(t, db, `SELECT turn_id, array_to_string(completeness_reasons, ',') FROM fanout_by_turn WHERE installation_id = ?`, s.name), d.turns)
 				testkit.EqualSets(t, s.name+" session reasons",
-					rowsOf(t, db, `SELECT session_id, array_to_string(completeness_reasons, ',') FROM fanout_by_session WHERE installation_id = ?`, s.name),
-					rowsOf(t, src, expectedReasons("task_sessions", "task_session_id", feature)))
-				if feature {
+					rowsOf(t, db, `SELECT session_id, array_to_string(completeness_reasons, ',') FROM fanout_by_session WHERE installation_id = ?`, s.name), d.sessions)
+				if d.identities != nil {
 					testkit.EqualSets(t, s.name+" execution identity reasons",
-						rowsOf(t, db, `SELECT subagent_id, array_to_string(execution_identity_reasons, ',') FROM subagent_contexts WHERE installation_id = ?`, s.name),
-						rowsOf(t, src, expectedIdentityReasons(s.preAmend)))
+						rowsOf(t, db, `SELECT subagent_id, array_to_string(execution_identity_reasons, ',') FROM subagent_contexts WHERE installation_id = ?`, s.name), d.identities)
 				}
 			}
 			// Empty exactly when complete (recorded); no_evidence exactly when unknown.

@@ -98,6 +98,11 @@ func TestRunAndQuery(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"n": 29`) {
 		t.Errorf("query json: code %d, %q", code, out)
 	}
+	// Lists and maps print as DuckDB prints them.
+	out, _, code = cli(t, "query", "-w", wh, "-f", "csv", "SELECT ['a', 'b'] AS l, MAP {'k': 1, 'j': 2} AS m")
+	if code != 0 || out != "l,m\n\"[a, b]\",\"{k=1, j=2}\"\n" {
+		t.Errorf("query csv of a list and a map: code %d, %q", code, out)
+	}
 	// The warehouse is opened read-only by query.
 	_, errOut, code = cli(t, "query", "-w", wh, "CREATE TABLE x (a INT)")
 	if code == 0 || !strings.Contains(strings.ToLower(errOut), "read-only") {

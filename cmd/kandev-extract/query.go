@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/mattn/go-isatty"
 
 	"github.com/spf13/cobra"
@@ -317,6 +318,19 @@ func cell(v any, typ, null string) string {
 		return timeText(x, typ)
 	case []byte:
 		return string(x)
+	case []any: // a LIST, as DuckDB prints it: [a, b]
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = cell(e, "", "NULL")
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case duckdb.OrderedMap: // a MAP, as DuckDB prints it: {k=v, …}
+		keys, values := x.Keys(), x.Values()
+		parts := make([]string, len(keys))
+		for i := range keys {
+			parts[i] = cell(keys[i], "", "NULL") + "=" + cell(values[i], "", "NULL")
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
 }
