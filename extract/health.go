@@ -48,9 +48,10 @@ const maxMessageMetadata = "1048576"
 // instantLayout is a fixed-width UTC form: lexical order is time order.
 const instantLayout = "2006-01-02T15:04:05.000000000Z"
 
-// driverFunction names the Go function registered with the driver below:
-// a query calling it runs on the snapshot's database/sql connection, never
-// on its liteConn (sqlitelite.go), which knows no Go functions.
+// driverFunction names the Go function the test oracle registers with the
+// driver (oracle_test.go): a query calling it runs on the snapshot's
+// database/sql connection, never on its liteConn (sqlitelite.go), which
+// knows no Go functions. No production query calls it.
 const driverFunction = "kx_instant("
 
 // HealthAggregates is the spec's comparison (AC-28, AC-29) over the CTEs

@@ -267,22 +267,7 @@ func ReadMessageEvidence(ctx context.Context, snap models.Snapshot, since *time.
 	if err != nil {
 		return ev, err
 	}
-	// The shortfall per turn and per session: distinct tool calls.
-	turnSeen, sessSeen := map[[2]string]bool{}, map[[2]string]bool{}
-	for _, m := range ev.Missing {
-		if k := [2]string{m.TurnID, m.ToolCallID}; !turnSeen[k] {
-			turnSeen[k] = true
-			c := ev.Turns[m.TurnID]
-			c.Shortfall++
-			ev.Turns[m.TurnID] = c
-		}
-		if k := [2]string{m.SessionID, m.ToolCallID}; !sessSeen[k] {
-			sessSeen[k] = true
-			c := ev.Sessions[m.SessionID]
-			c.Shortfall++
-			ev.Sessions[m.SessionID] = c
-		}
-	}
+	shortfallCounts(&ev) // the shortfall per turn and per session: distinct tool calls
 	return ev, nil
 }
 
