@@ -104,8 +104,10 @@ func sameAsFullBuild(t *testing.T, wh string) {
 }
 
 // sameDatabase fails unless the two warehouse.duckdb files hold the same
-// objects (columns, types, definitions, comments) and rows, the build's
-// own id and instant aside.
+// objects (columns, types, definitions, comments) and the same rows in
+// every table, the build's own id and instant aside. A view is its
+// definition over the tables, so equal definitions over equal tables are
+// equal views: their rows are not compared one by one.
 func sameDatabase(t *testing.T, x, y string) {
 	t.Helper()
 	conn := memoryConn(t)
@@ -143,8 +145,7 @@ func sameDatabase(t *testing.T, x, y string) {
 	if len(cx) < 100 {
 		t.Fatalf("catalog of %d entries: not a warehouse", len(cx))
 	}
-	objects := rows(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'x' AND table_name <> 'warehouse_build'
-		UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = 'x' AND NOT internal ORDER BY 1`)
+	objects := rows(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'x' AND table_name <> 'warehouse_build' ORDER BY 1`)
 	nonEmpty := 0
 	for _, o := range objects {
 		n := rows(`SELECT (SELECT count(*) FROM x.main."` + o + `") || ' ' ||
@@ -162,8 +163,8 @@ func sameDatabase(t *testing.T, x, y string) {
 			nonEmpty++
 		}
 	}
-	if nonEmpty < 20 {
-		t.Errorf("only %d of %d objects have rows: the comparison proves little", nonEmpty, len(objects))
+	if nonEmpty < 8 {
+		t.Errorf("only %d of %d tables have rows: the comparison proves little", nonEmpty, len(objects))
 	}
 }
 
