@@ -2,10 +2,10 @@ package load
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kandev/kandev-extract/models"
 )
@@ -58,15 +58,62 @@ type ArchiveSource struct {
 	// archive its columns.
 	Current string
 	// Previous and PreviousArchive are the previous run's files ("" when
-	// it has none); DeletedIDs names the temporary table of ids, on the
-	// same connection, of Previous's rows this run no longer has.
+	// it has none); DeletedIDs names the set of ids, kept on the same
+	// Archiver (KeepDeleted), of Previous's rows this run no longer has.
 	Previous, PreviousArchive, DeletedIDs string
 	// PreviousRun and PreviousSnapshot flag the newly archived rows.
 	PreviousRun      string
 	PreviousSnapshot string
 }
 
-// WriteArchive writes a run's archive of one table with DuckDB on conn:
+// Archiver is the DuckDB connection a run writes its archives with: the
+// ids of the rows deleted since the previous run wait on it (KeepDeleted)
+// until the archives are written (Staging.WriteArchive).
+type Archiver struct{ duck *DuckDB }
+
+// OpenArchiver opens an Archiver, bounded as every DuckDB of a run.
+func OpenArchiver(ctx context.Context) (*Archiver, error) {
+	duck, err := OpenDuckDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Archiver{duck: duck}, nil
+}
+
+// Close drops the kept ids.
+func (a *Archiver) Close() error { return a.duck.Close() }
+
+// Rows counts the rows of a Parquet file.
+func (a *Archiver) Rows(ctx context.Context, path string) (int64, error) {
+	var n int64
+	err := a.duck.Conn.QueryRowContext(ctx, `SELECT count(*) FROM read_parquet(`+quote(path)+`)`).Scan(&n)
+	return n, err
+}
+
+// KeepDeleted keeps ids as the set name (an ArchiveSource's DeletedIDs)
+// and returns how many it holds.
+func (a *Archiver) KeepDeleted(ctx context.Context, name string, ids []string) (int64, error) {
+	conn := a.duck.Conn
+	if _, err := conn.ExecContext(ctx, `CREATE TEMP TABLE `+ident(name)+` (id VARCHAR)`); err != nil {
+		return 0, err
+	}
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 500)]
+		ids = ids[len(batch):]
+		args := make([]any, len(batch))
+		for i, id := range batch {
+			args[i] = id
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO `+ident(name)+` VALUES `+strings.TrimSuffix(strings.Repeat("(?),", len(batch)), ","), args...); err != nil {
+			return 0, err
+		}
+	}
+	var n int64
+	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM `+ident(name)).Scan(&n)
+	return n, err
+}
+
+// WriteArchive writes a run's archive of one table with DuckDB on a:
 // the previous archive carried forward plus the previous run's rows that
 // were deleted, every row's run_id set to this run, the newly archived ones
 // flagged with the run that detected the deletion and the run (and
@@ -75,7 +122,8 @@ type ArchiveSource struct {
 //
 // A statement that runs out of DuckDB's memory limit is run again with a
 // larger one (withMemoryRetry); retried says why ("" when it was not).
-func (s *Staging) WriteArchive(ctx context.Context, conn *sql.Conn, src ArchiveSource, run, provenance string) (retried string, err error) {
+func (s *Staging) WriteArchive(ctx context.Context, a *Archiver, src ArchiveSource, run, provenance string) (retried string, err error) {
+	conn := a.duck.Conn
 	path := s.Path(src.Archive)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err

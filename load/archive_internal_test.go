@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,16 +25,12 @@ func TestWriteArchiveOutOfMemoryIsDoneAgain(t *testing.T) {
 			a = x
 		}
 	}
-	db, err := sql.Open("duckdb", "")
+	arch, err := OpenArchiver(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	defer arch.Close()
+	conn := arch.duck.Conn
 	exec := func(q string) {
 		t.Helper()
 		if _, err := conn.ExecContext(ctx, q); err != nil {
@@ -57,7 +52,7 @@ func TestWriteArchiveOutOfMemoryIsDoneAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	retried, err := stage.WriteArchive(ctx, conn, ArchiveSource{Archived: a, Current: cur, Previous: prev, DeletedIDs: "deleted_ids",
+	retried, err := stage.WriteArchive(ctx, arch, ArchiveSource{Archived: a, Current: cur, Previous: prev, DeletedIDs: "deleted_ids",
 		PreviousRun: "r1", PreviousSnapshot: "2026-12-01T00:00:00Z"}, "r2", "{}")
 	if err != nil {
 		t.Fatalf("WriteArchive: %v", err)

@@ -245,21 +245,16 @@ func (w *Warehouse) Rebuild(ctx context.Context, opts RebuildOptions) (Rebuilt, 
 
 // checkDatabase opens a database read-only and reads its runs table.
 func checkDatabase(ctx context.Context, path string) error {
-	db, err := sql.Open("duckdb", "")
+	duck, err := OpenDuckDB(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `ATTACH `+quote(path)+` AS warehouse (READ_ONLY)`); err != nil {
+	defer duck.Close()
+	if _, err := duck.Conn.ExecContext(ctx, `ATTACH `+quote(path)+` AS warehouse (READ_ONLY)`); err != nil {
 		return err
 	}
 	var n int64
-	return conn.QueryRowContext(ctx, `SELECT count(*) FROM warehouse.runs`).Scan(&n)
+	return duck.Conn.QueryRowContext(ctx, `SELECT count(*) FROM warehouse.runs`).Scan(&n)
 }
 
 func syncFilePath(p string) error {
@@ -331,32 +326,21 @@ func historySelect(files []string) string {
 // attached as warehouse (and in use).
 type build struct {
 	ctx  context.Context
-	db   *sql.DB
+	duck *DuckDB
 	conn *sql.Conn
 }
 
 // openBuild attaches the database file at path (new, or a copy of the
 // previous build) with the build's settings.
 func openBuild(ctx context.Context, path, memoryLimit string) (*build, error) {
-	// The file is attached rather than named in the driver's DSN, which
-	// cuts a path at "?" (a warehouse may be called "wh?").
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return nil, err
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	b := &build{ctx: ctx, db: db, conn: conn}
-	// The rebuild reads every retained run: bound DuckDB's memory so the
-	// run's peak stays flat however many runs are kept (it spills to
+	// The rebuild reads every retained run: DuckDB's memory is bounded so
+	// the run's peak stays flat however many runs are kept (it spills to
 	// _build/ beside the new file instead).
-	if err := BoundDuckDB(ctx, conn); err != nil {
-		b.close()
+	duck, err := OpenDuckDB(ctx)
+	if err != nil {
 		return nil, err
 	}
+	b := &build{ctx: ctx, duck: duck, conn: duck.Conn}
 	// FSST (string compression with trained symbol tables) is left out:
 	// on the 1 M-row fact it was a fifth of the rebuild's CPU (6.1 → 4.8 s)
 	// for a file a quarter smaller (207 → 155 MB); dictionary, RLE and
@@ -387,10 +371,7 @@ func (b *build) exec(q string, args ...any) error {
 	return nil
 }
 
-func (b *build) close() {
-	b.conn.Close()
-	b.db.Close()
-}
+func (b *build) close() { b.duck.Close() }
 
 // createRunTables creates the runs and warehouse_build tables and the
 // current_runs view.

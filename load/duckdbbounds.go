@@ -19,6 +19,43 @@ import (
 // larger limit (withMemoryRetry, the rebuild's own retry).
 const DuckDBThreads = 2
 
+// DuckDB is an in-memory DuckDB database and the one connection all of a
+// piece of work runs on, bounded by BoundDuckDB. Database files are
+// ATTACHed on it, never named in the driver's DSN, which cuts a path at
+// "?" (a warehouse may be called "wh?").
+type DuckDB struct {
+	db   *sql.DB
+	Conn *sql.Conn
+}
+
+// OpenDuckDB opens an in-memory DuckDB with a run's bounds.
+func OpenDuckDB(ctx context.Context) (*DuckDB, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	d := &DuckDB{db: db, Conn: conn}
+	if err := BoundDuckDB(ctx, conn); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close closes the connection and the database.
+func (d *DuckDB) Close() error {
+	err := d.Conn.Close()
+	if cerr := d.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // BoundDuckDB applies a run's bounds to a DuckDB connection: the memory
 // limit (beyond it DuckDB spills to disk) and the thread count that keeps
 // the work within it on any machine.

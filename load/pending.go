@@ -135,16 +135,12 @@ func createBuildInfo(ctx context.Context, conn *sql.Conn, b buildInfo) error {
 // readBuildInfo reads a database's warehouse_build row, read-only.
 func readBuildInfo(ctx context.Context, path string) (buildInfo, error) {
 	var b buildInfo
-	db, err := sql.Open("duckdb", "")
+	duck, err := OpenDuckDB(ctx)
 	if err != nil {
 		return b, err
 	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return b, err
-	}
-	defer conn.Close()
+	defer duck.Close()
+	conn := duck.Conn
 	if _, err := conn.ExecContext(ctx, `ATTACH `+quote(path)+` AS warehouse (READ_ONLY)`); err != nil {
 		return b, err
 	}
@@ -403,16 +399,12 @@ func (w *Warehouse) swapIn(ctx context.Context, path, id string, carried *Carrie
 // built and carries them again.
 func recarry(ctx context.Context, path, oldPath string) (Carried, error) {
 	var c Carried
-	db, err := sql.Open("duckdb", "")
+	duck, err := OpenDuckDB(ctx)
 	if err != nil {
 		return c, err
 	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return c, err
-	}
-	defer conn.Close()
+	defer duck.Close()
+	conn := duck.Conn
 	exec := func(q string) error { _, err := conn.ExecContext(ctx, q); return err }
 	if err := exec(`ATTACH ` + quote(path) + ` AS warehouse ` + warehouseStorage); err != nil {
 		return c, err

@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"hash/maphash"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kandev/kandev-extract/load"
@@ -86,12 +84,11 @@ var trackedIDs = func() map[string]bool {
 	return m
 }()
 
-// deletions is what the comparison with the previous run found; its DuckDB
-// connection holds the deleted ids until the archives are written.
+// deletions is what the comparison with the previous run found; its
+// archiver holds the deleted ids until the archives are written.
 type deletions struct {
 	previous *models.Manifest
-	db       *sql.DB
-	conn     *sql.Conn
+	archiver *load.Archiver
 	// deleted counts newly deleted rows per archived table; carried the
 	// previous archive's rows.
 	deleted, carried map[string]int64
@@ -103,11 +100,8 @@ type deletions struct {
 }
 
 func (d *deletions) close() {
-	if d.conn != nil {
-		d.conn.Close()
-	}
-	if d.db != nil {
-		d.db.Close()
+	if d.archiver != nil {
+		d.archiver.Close()
 	}
 }
 
@@ -118,17 +112,8 @@ func (d *deletions) archiveRows(archive string) int64 { return d.deleted[archive
 // committed run's files.
 func detectDeletions(ctx context.Context, whDir string, previous *models.Manifest, rebound bool, ids map[string]*idSet) (*deletions, error) {
 	d := &deletions{previous: previous, deleted: map[string]int64{}, carried: map[string]int64{}, sources: map[string]load.ArchiveSource{}}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return nil, err
-	}
-	d.db = db
-	if d.conn, err = db.Conn(ctx); err != nil {
-		d.close()
-		return nil, err
-	}
-	if err := load.BoundDuckDB(ctx, d.conn); err != nil {
-		d.close()
+	var err error
+	if d.archiver, err = load.OpenArchiver(ctx); err != nil {
 		return nil, err
 	}
 	for _, a := range load.Archives {
@@ -147,8 +132,8 @@ func detectDeletions(ctx context.Context, whDir string, previous *models.Manifes
 			src := d.sources[a.Archive]
 			src.PreviousArchive = p
 			d.sources[a.Archive] = src
-			var n int64
-			if err := d.conn.QueryRowContext(ctx, `SELECT count(*) FROM read_parquet(`+sqlQuote(p)+`)`).Scan(&n); err != nil {
+			n, err := d.archiver.Rows(ctx, p)
+			if err != nil {
 				d.close()
 				return nil, fmt.Errorf("previous archive %s: %w", a.Archive, err)
 			}
@@ -185,11 +170,8 @@ func detectDeletions(ctx context.Context, whDir string, previous *models.Manifes
 }
 
 // collectDeleted reads the previous file's ids (load.ReadIDs) and keeps
-// those not in set in a temporary table.
+// those not in set on the archiver, as table.
 func (d *deletions) collectDeleted(ctx context.Context, file, idCol, table string, set *idSet) (int64, error) {
-	if _, err := d.conn.ExecContext(ctx, `CREATE TEMP TABLE `+table+` (id VARCHAR)`); err != nil {
-		return 0, err
-	}
 	var gone []string
 	if _, err := load.ReadIDs(file, idCol, func(id []byte) {
 		if !set.has(id) {
@@ -198,20 +180,7 @@ func (d *deletions) collectDeleted(ctx context.Context, file, idCol, table strin
 	}); err != nil {
 		return 0, err
 	}
-	for len(gone) > 0 {
-		batch := gone[:min(len(gone), 500)]
-		gone = gone[len(batch):]
-		args := make([]any, len(batch))
-		for i, id := range batch {
-			args[i] = id
-		}
-		if _, err := d.conn.ExecContext(ctx, `INSERT INTO `+table+` VALUES `+strings.TrimSuffix(strings.Repeat("(?),", len(batch)), ","), args...); err != nil {
-			return 0, err
-		}
-	}
-	var n int64
-	err := d.conn.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
-	return n, err
+	return d.archiver.KeepDeleted(ctx, table, gone)
 }
 
 // disclosures says what was deleted since the previous run, and how much
@@ -235,5 +204,3 @@ func (d *deletions) disclosures() []transform.Disclosure {
 	}
 	return out
 }
-
-func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

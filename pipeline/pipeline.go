@@ -428,7 +428,7 @@ func writeRun(ctx context.Context, wh *load.Warehouse, stage *load.Staging, runI
 	for _, a := range load.Archives {
 		src := del.sources[a.Archive]
 		src.Current = stage.Path(a.Table)
-		retried, err := stage.WriteArchive(ctx, del.conn, src, runID, string(doc))
+		retried, err := stage.WriteArchive(ctx, del.archiver, src, runID, string(doc))
 		if err != nil {
 			return nil, facts, nil, nil, err
 		}

@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -199,25 +198,18 @@ func (h *Hub) materialize(ctx context.Context, path, cache string, only []string
 		return out, err
 	}
 	out.runs = markers
-	db, err := sql.Open("duckdb", "")
+	duck, err := load.OpenDuckDB(ctx)
 	if err != nil {
 		return out, err
 	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return out, err
-	}
-	defer conn.Close()
+	defer duck.Close()
+	conn := duck.Conn
 	exec := func(q string, args ...any) error {
 		_, err := conn.ExecContext(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("%w\n  in: %.200s", err, q)
 		}
 		return nil
-	}
-	if err := load.BoundDuckDB(ctx, conn); err != nil {
-		return out, err
 	}
 	// The hub reads every installation's files at once (a local rebuild
 	// one installation's): 64 MB ran out of memory on the first table of

@@ -202,19 +202,12 @@ type exportedView struct {
 // split a large one; an empty one for an installation without rows: its
 // partition then records the run it was computed from).
 func exportResults(ctx context.Context, dbPath, work string, views, insts []string) ([]exportedView, error) {
-	db, err := sql.Open("duckdb", "")
+	duck, err := load.OpenDuckDB(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	if err := load.BoundDuckDB(ctx, conn); err != nil {
-		return nil, err
-	}
+	defer duck.Close()
+	conn := duck.Conn
 	for _, q := range []string{`SET memory_limit = ` + quote(load.RetryMemoryLimit), `SET preserve_insertion_order = false`, `SET temp_directory = ` + quote(filepath.Join(work, "spill")),
 		`ATTACH ` + quote(dbPath) + ` AS warehouse (READ_ONLY)`, `USE warehouse`} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
