@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -521,7 +522,7 @@ func pgScanSQL(source string, spec models.TableSpec, cols []string, types map[st
 	if lengths != "" {
 		list += ", " + lengths
 	}
-	return strings.NewReplacer(models.SQLiteNotIndexed, "", models.SQLiteNoFlatten, "").Replace("SELECT " + list + fromClause(spec, have)), plan, nil
+	return strings.NewReplacer(scans.SQLiteNotIndexed, "", scans.SQLiteNoFlatten, "").Replace("SELECT " + list + fromClause(spec, have)), plan, nil
 }
 
 func (p *pgSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {

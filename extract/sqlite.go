@@ -17,6 +17,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -455,8 +456,8 @@ func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string,
 		return "", plan, err
 	}
 	q := "SELECT " + list + fromClause(spec, have)
-	q = strings.ReplaceAll(q, models.SQLiteNoFlatten, "LIMIT -1 OFFSET 0")
-	return strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED"), plan, nil
+	q = strings.ReplaceAll(q, scans.SQLiteNoFlatten, "LIMIT -1 OFFSET 0")
+	return strings.ReplaceAll(q, scans.SQLiteNotIndexed, "NOT INDEXED"), plan, nil
 }
 
 func (s *sqliteSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {
