@@ -13,6 +13,7 @@ import (
 	"modernc.org/libc"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -58,7 +59,7 @@ func Fork(ctx context.Context, snap models.Snapshot) (models.Snapshot, string, e
 	case *maskedSnapshot:
 		f, why, err := Fork(ctx, s.Snapshot)
 		if err != nil || f == nil {
-			return nil, why, s.mask.err(err)
+			return nil, why, s.mask.Err(err)
 		}
 		return &maskedSnapshot{Snapshot: f, mask: s.mask}, why, nil
 	case *sqliteSnapshot:
@@ -221,12 +222,12 @@ func (p *pgSnapshot) fork(ctx context.Context) (models.Snapshot, string, error) 
 	id := p.exported
 	conn, err := pgx.ConnectConfig(ctx, p.src.cfg.Copy())
 	if err != nil {
-		return nil, "second connection: " + scrub(err.Error(), p.src.secrets), nil
+		return nil, "second connection: " + location.Scrub(err.Error(), p.src.secrets), nil
 	}
 	src := &PostgresSource{location: p.src.location, secrets: p.src.secrets, conn: conn, guard: p.src.guard, connect: p.src.connect}
 	fail := func(err error) (models.Snapshot, string, error) {
 		src.Close()
-		return nil, "second connection: " + scrub(err.Error(), p.src.secrets), nil
+		return nil, "second connection: " + location.Scrub(err.Error(), p.src.secrets), nil
 	}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {

@@ -149,7 +149,7 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	health := healthSince != nil
 	inner, mask := snap, func(err error) error { return err }
 	if m, ok := snap.(*maskedSnapshot); ok {
-		inner, mask = m.Snapshot, m.mask.err
+		inner, mask = m.Snapshot, m.mask.Err
 	}
 	if health && (since == nil || !since.Equal(*healthSince) || !subagents) {
 		// Writer health runs only where capture_since is an instant and the

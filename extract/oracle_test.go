@@ -47,14 +47,14 @@ func (p *pgSnapshot) store() string     { return p.src.location }
 
 // A masked snapshot (a path shown in its printable form) runs the
 // comparison of the snapshot it wraps, its errors masked.
-func (p *maskedSnapshot) store() string { return p.mask.shown }
+func (p *maskedSnapshot) store() string { return p.mask.Shown() }
 func (p *maskedSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
 	h, ok := p.Snapshot.(healthCounter)
 	if !ok {
 		return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", p.Snapshot)
 	}
 	c, err := h.health(ctx, since)
-	return c, p.mask.err(err)
+	return c, p.mask.Err(err)
 }
 
 func init() {
