@@ -50,7 +50,7 @@ const instantLayout = "2006-01-02T15:04:05.000000000Z"
 
 // driverFunction names the Go function the test oracle registers with the
 // driver (oracle_test.go): a query calling it runs on the snapshot's
-// database/sql connection, never on its liteConn (sqlitelite.go), which
+// database/sql connection, never on its sqlitedrv.Conn (extract/internal/sqlitedrv), which
 // knows no Go functions. No production query calls it.
 const driverFunction = "kx_instant("
 

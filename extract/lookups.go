@@ -111,7 +111,7 @@ func withLookups(table string, todo []goLookup, fn func(row []any) error) func(r
 
 // lookupsInGo renders spec's lookup columns for the reader to decide where
 // it can (scans.LookupsInGo), and returns the row function that does so.
-// Without a liteConn, or when no lookup can be decided in Go, spec and fn
+// Without a sqlitedrv.Conn, or when no lookup can be decided in Go, spec and fn
 // are returned as they are.
 func (s *sqliteSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn func(row []any) error) (models.TableSpec, func(row []any) error, error) {
 	if s.lite == nil {
@@ -210,7 +210,7 @@ func (s *sqliteSnapshot) lookupIDs(ctx context.Context, table string) (idHashes,
 	}
 	var keys []key128
 	q := fmt.Sprintf(`SELECT id FROM %s WHERE typeof(id) = 'text' AND octet_length(id) <= %d`, quoteIdent(table), models.MaxLabelBytes)
-	err := s.lite.query(ctx, q, nil, func(row []any) error {
+	err := s.lite.Query(ctx, q, nil, func(row []any) error {
 		if id, ok := row[0].(string); ok {
 			keys = append(keys, lookupKey(id))
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // The message pass's keys: SQL values hashed with their storage class,
@@ -315,3 +316,47 @@ func (t *groupTable) value(i uint32) sqlValue {
 	}
 	return sqlValue{tag: tagText, s: t.values.at(i)}
 }
+
+// idStore holds strings, by index, where the collector does not look: the
+// bytes in chunks of idChunk (a value over idMaxValue in one of its
+// own) and each string as its chunk, offset and length. A []string of the
+// message pass's ~500,000 turn and session ids was that many pointers for
+// every collection to follow; here the collector sees one per chunk.
+type idStore struct {
+	chunks [][]byte
+	refs   []idRef
+}
+
+type idRef struct{ chunk, off, n uint32 }
+
+func (s *idStore) len() int { return len(s.refs) }
+
+// add stores a copy of v and returns the copy.
+func (s *idStore) add(v string) string {
+	n := len(v)
+	last := len(s.chunks) - 1
+	if n > idMaxValue || last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < n {
+		s.chunks = append(s.chunks, make([]byte, 0, max(n, idChunk)))
+		last++
+	}
+	off := len(s.chunks[last])
+	s.chunks[last] = append(s.chunks[last], v...)
+	s.refs = append(s.refs, idRef{chunk: uint32(last), off: uint32(off), n: uint32(n)})
+	return s.at(uint32(len(s.refs) - 1))
+}
+
+// at is string i; it shares the store's bytes, which never move.
+func (s *idStore) at(i uint32) string {
+	r := s.refs[i]
+	if r.n == 0 {
+		return ""
+	}
+	return unsafe.String(&s.chunks[r.chunk][r.off], int(r.n))
+}
+
+// An idStore's chunks: idChunk bytes, a value over idMaxValue in one of its
+// own (the sizes of the reader's chunks of TEXT values, sqlitedrv's).
+const (
+	idChunk    = 64 << 10
+	idMaxValue = 4 << 10
+)

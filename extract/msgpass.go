@@ -237,7 +237,7 @@ func (s *sqliteSnapshot) rawStream(ctx context.Context, what, q string, fn func(
 }
 
 // rawStreamBorrowed is rawStream whose TEXT values are valid only until fn
-// returns (liteConn.queryBorrowed): fn copies what it keeps.
+// returns (sqlitedrv.Conn.QueryBorrowed): fn copies what it keeps.
 func (s *sqliteSnapshot) rawStreamBorrowed(ctx context.Context, what, q string, fn func(row []any) error, args ...any) error {
 	return s.rowStream(ctx, what, q, true, fn, args)
 }
@@ -245,7 +245,11 @@ func (s *sqliteSnapshot) rawStreamBorrowed(ctx context.Context, what, q string, 
 func (s *sqliteSnapshot) rowStream(ctx context.Context, what, q string, borrow bool, fn func(row []any) error, args []any) error {
 	if s.lite != nil && !strings.Contains(q, driverFunction) {
 		var fnErr error
-		err := s.lite.run(ctx, q, args, borrow, func(row []any) error {
+		query := s.lite.Query
+		if borrow {
+			query = s.lite.QueryBorrowed
+		}
+		err := query(ctx, q, args, func(row []any) error {
 			fnErr = fn(row)
 			return fnErr
 		})

@@ -11,12 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlitedrv"
 	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/storegen"
 	"github.com/kandev/kandev-extract/transform"
 )
+
+// The message pass's tests read borrowed values poisoned (see
+// sqlitedrv.PoisonBorrowed): a value the pass kept beyond its row would
+// read as 0xa5 bytes, and its comparisons with SQL
+// (TestMessagePassMatchesSQL and the others) would fail instead of passing
+// by luck.
+func init() { sqlitedrv.PoisonBorrowed = true }
 
 // compareMessagePass reads a store's message evidence and writer health
 // both ways — the SQL of ReadMessageEvidence and HealthCounts, and the
@@ -299,8 +307,8 @@ func BenchmarkMessagePass(b *testing.B) {
 	if path == "" {
 		b.Skip("set KANDEV_BENCH_STORE")
 	}
-	defer func(p bool) { borrowPoison = p }(borrowPoison)
-	borrowPoison = false // as a run reads
+	defer func(p bool) { sqlitedrv.PoisonBorrowed = p }(sqlitedrv.PoisonBorrowed)
+	sqlitedrv.PoisonBorrowed = false // as a run reads
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		src, err := OpenSQLite(ctx, path)

@@ -17,6 +17,8 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlitedrv"
+
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -268,10 +270,10 @@ type sqliteSnapshot struct {
 	at   time.Time
 	db   *sql.DB // a fork's own database handle (closed with it)
 	// lite reads the bulk of the snapshot (scans, the message pass) on
-	// the same snapshot, without database/sql (sqlitelite.go); nil when it
+	// the same snapshot, without database/sql (extract/internal/sqlitedrv); nil when it
 	// could not be pinned (liteWhy says why) or for queries that call the
 	// Go functions registered with the driver (kx_instant).
-	lite    *liteConn
+	lite    *sqlitedrv.Conn
 	liteWhy string
 	// lookupSets are the ids read for lookups decided in Go (lookups.go).
 	lookupSets map[string]idHashes
@@ -475,6 +477,13 @@ func (s *sqliteSnapshot) stream(ctx context.Context, what, q string, args []any,
 		}
 		return fn(vals)
 	}, args...)
+}
+
+// sqliteCoded is an error carrying an SQLite result code: the driver's
+// *sqlite.Error and sqlitedrv.Error.
+type sqliteCoded interface {
+	error
+	Code() int
 }
 
 // SQLite primary result codes the extractor explains (sqlite3.h).
