@@ -138,24 +138,4 @@ func fromClause(spec models.TableSpec, have map[string]bool) string {
 	return q
 }
 
-// requireColumns fails with a MissingColumnError naming the first of need
-// that a table lacks.
-func requireColumns(source, table string, have []string, need ...string) error {
-	set := columnSet(have)
-	for _, c := range need {
-		if !set[c] {
-			return &models.MissingColumnError{Source: source, Table: table, Column: c}
-		}
-	}
-	return nil
-}
-
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
-func columnSet(cols []string) map[string]bool {
-	m := make(map[string]bool, len(cols))
-	for _, c := range cols {
-		m[c] = true
-	}
-	return m
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -32,7 +33,7 @@ func checkHealthSchema(ctx context.Context, snap models.Snapshot, source string)
 		if err != nil {
 			return err
 		}
-		if err := requireColumns(source, h.table, cols, h.cols...); err != nil {
+		if err := sqlkit.RequireColumns(source, h.table, cols, h.cols...); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
 )
 
 // The message pass's keys: SQL values hashed with their storage class,
@@ -16,8 +18,8 @@ import (
 
 // Typed hashing of SQL values: the storage class is part of the key, as in
 // SQL's DISTINCT, EXCEPT and UNION (an INTEGER and a REAL of equal value
-// are the same value; a TEXT and a BLOB of the same bytes are not).
-var passSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+// are the same value; a TEXT and a BLOB of the same bytes are not). Keys
+// are hashkey.Keys, under hashkey.Seeds.
 
 const (
 	tagNull = iota + 1
@@ -94,34 +96,18 @@ func putUint64(b []byte, v uint64) {
 	}
 }
 
-type key128 [2]uint64
-
 // keyBucket is a key's bucket for bucketSort: its top 16 bits, uniform
 // (the keys are hashes under a seed of the process's own).
-func keyBucket(k key128) uint32 { return uint32(k[0] >> 48) }
+func keyBucket(k hashkey.Key) uint32 { return uint32(k[0] >> 48) }
 
 const keyBuckets = 1 << 16
 
 // memberGroup is a member's bucket for bucketSort: its group.
 func memberGroup(m member) uint32 { return m.group }
 
-func cmpKey(a, b key128) int {
-	switch {
-	case a[0] < b[0]:
-		return -1
-	case a[0] > b[0]:
-		return 1
-	case a[1] < b[1]:
-		return -1
-	case a[1] > b[1]:
-		return 1
-	}
-	return 0
-}
-
 // hashPair is the 128-bit key of a pair of values.
-func (p *msgPass) hashPair(a, b sqlValue) key128 {
-	var k key128
+func (p *msgPass) hashPair(a, b sqlValue) hashkey.Key {
+	var k hashkey.Key
 	for i := range k {
 		h := &p.h[i]
 		h.Reset()
@@ -136,7 +122,7 @@ func (p *msgPass) hashPair(a, b sqlValue) key128 {
 // lowest bit saying whether the pair is plain — two TEXT values without a
 // ':' — so that the distinct concatenations of collisions can be counted
 // from the distinct keys (see finish).
-func (p *msgPass) pairKey(a, b sqlValue) key128 {
+func (p *msgPass) pairKey(a, b sqlValue) hashkey.Key {
 	k := p.hashPair(a, b)
 	k[1] &^= 1
 	if plainPair(a, b) {
@@ -151,8 +137,8 @@ func plainPair(a, b sqlValue) bool {
 
 // hashConcat is the 128-bit key of a || ':' || b (both not NULL): the
 // text of the concatenation, whatever the storage classes.
-func (p *msgPass) hashConcat(a, b sqlValue) key128 {
-	var k key128
+func (p *msgPass) hashConcat(a, b sqlValue) hashkey.Key {
+	var k hashkey.Key
 	for i := range k {
 		h := &p.h[i]
 		h.Reset()
@@ -237,7 +223,7 @@ type sqlKey struct {
 }
 
 func newGroupTable() groupTable {
-	return groupTable{slots: make([]uint32, 1024), seed: passSeeds[0], other: map[sqlKey]uint32{}, odd: map[uint32]sqlValue{}}
+	return groupTable{slots: make([]uint32, 1024), seed: hashkey.Seeds[0], other: map[sqlKey]uint32{}, odd: map[uint32]sqlValue{}}
 }
 
 func (t *groupTable) id(v sqlValue) uint32 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -181,7 +183,7 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	if err != nil {
 		return ev, nil, mask(err)
 	}
-	if err := requireColumns(s.src.Path, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
+	if err := sqlkit.RequireColumns(s.src.Path, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
 		return ev, nil, mask(err)
 	}
 	p := newMsgPass(since, subagents, health, fanout)
@@ -307,7 +309,7 @@ func (p *msgPass) readMissing(ctx context.Context, s *sqliteSnapshot, ev *Messag
 				args[i] = v.s
 			}
 		}
-		q := strings.Replace(msgPassMessages, "/*sessions*/", `AND m.task_session_id IN (`+placeholders(len(args), "?")+`)`, 1)
+		q := strings.Replace(msgPassMessages, "/*sessions*/", `AND m.task_session_id IN (`+sqlkit.Placeholders(len(args), "?")+`)`, 1)
 		args = append([]any{p.recentBound()}, args...)
 		err := s.rawStream(ctx, "shortfall over task_session_messages", q, func(row []any) error {
 			if ok, _ := row[5].(int64); ok == 0 {
@@ -325,7 +327,7 @@ func (p *msgPass) readMissing(ctx context.Context, s *sqliteSnapshot, ev *Messag
 				return nil
 			}
 			if p.subagents {
-				if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), cmpKey); found {
+				if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), hashkey.Compare); found {
 					return nil
 				}
 			}

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -89,9 +91,9 @@ func (p *msgPass) pgSubagent(row []any) {
 	}
 	// The fan-out reads an id over the key bound as NULL; writer health
 	// and the evidence compare it whole.
-	over := asInt64(row[6])
+	over := sqlkit.AsInt64(row[6])
 	if over == 0 {
-		p.addSubagentIn(turn, sess, tc, since, obs, p.fanRow(turn, sess, tc, asInt64(row[5])))
+		p.addSubagentIn(turn, sess, tc, since, obs, p.fanRow(turn, sess, tc, sqlkit.AsInt64(row[5])))
 		return
 	}
 	p.addSubagent(turn, sess, tc, since, obs)
@@ -100,7 +102,7 @@ func (p *msgPass) pgSubagent(row []any) {
 			*v = sqlValue{tag: tagNull}
 		}
 	}
-	p.fanRow(turn, sess, tc, asInt64(row[5]))
+	p.fanRow(turn, sess, tc, sqlkit.AsInt64(row[5]))
 }
 
 func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagents, health, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
@@ -121,7 +123,7 @@ func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagen
 	if err != nil {
 		return ev, nil, err
 	}
-	if err := requireColumns(s.src.location, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
+	if err := sqlkit.RequireColumns(s.src.location, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
 		return ev, nil, err
 	}
 	var bound any
@@ -269,7 +271,7 @@ func (p *msgPass) pgReadMissing(ctx context.Context, s *pgSnapshot, ev *MessageE
 			return
 		}
 		if p.subagents {
-			if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), cmpKey); found {
+			if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), hashkey.Compare); found {
 				return
 			}
 		}

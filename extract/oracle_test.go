@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/internal/instant"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -229,7 +230,7 @@ func ReadMessageEvidence(ctx context.Context, snap models.Snapshot, since *time.
 	if err != nil {
 		return ev, err
 	}
-	if err := requireColumns(sourceOf(snap), "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
+	if err := sqlkit.RequireColumns(sourceOf(snap), "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
 		return ev, err
 	}
 	add := func(kind, key, session, tcid string, n int64) {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
@@ -348,7 +349,7 @@ func (p *pgSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := requireColumns(p.src.location, "kandev_meta", cols, "key", "value"); err != nil {
+	if err := sqlkit.RequireColumns(p.src.location, "kandev_meta", cols, "key", "value"); err != nil {
 		return nil, err
 	}
 	// Only the keys used, each value capped in the server (left() reads
@@ -358,7 +359,7 @@ func (p *pgSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 		args[i] = k
 	}
 	rows, err := p.tx.Query(ctx, fmt.Sprintf(`SELECT key::text, left(value::text, %d), octet_length(value::text)
-		FROM kandev_meta WHERE key::text IN (%s)`, models.MaxLabelBytes, placeholders(len(args), "$")), args...)
+		FROM kandev_meta WHERE key::text IN (%s)`, models.MaxLabelBytes, sqlkit.Placeholders(len(args), "$")), args...)
 	if err != nil {
 		return nil, p.src.wrap("read", "kandev_meta", err)
 	}
@@ -470,7 +471,7 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 // pgScanSQL is the statement the PostgreSQL reader runs for spec on a
 // table with the given columns and column types.
 func pgScanSQL(source string, spec models.TableSpec, cols []string, types map[string]pgColumnType) (string, capPlan, error) {
-	have := columnSet(cols)
+	have := sqlkit.ColumnSet(cols)
 	capped, lengths, plan := capSpec(spec, have, pgCapWhole(types))
 	list, err := selectList(source, capped, have, func(c string) string { return c })
 	if err != nil {

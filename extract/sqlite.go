@@ -18,7 +18,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/kandev/kandev-extract/extract/internal/sqlitedrv"
-
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -311,7 +311,7 @@ func (s *sqliteSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := requireColumns(s.src.Path, "kandev_meta", cols, "key", "value"); err != nil {
+	if err := sqlkit.RequireColumns(s.src.Path, "kandev_meta", cols, "key", "value"); err != nil {
 		return nil, err
 	}
 	// Only the keys used, each value measured and capped in the query (a
@@ -325,7 +325,7 @@ func (s *sqliteSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 		CASE WHEN octet_length(value) <= %[1]d THEN CAST(value AS TEXT)
 			WHEN octet_length(value) <= %[2]d THEN substr(CAST(value AS BLOB), 1, %[1]d) END,
 		octet_length(value)
-		FROM kandev_meta WHERE key IN (%[3]s)`, models.MaxLabelBytes, models.SQLiteMetaPrefixBytes, placeholders(len(args), "?"))
+		FROM kandev_meta WHERE key IN (%[3]s)`, models.MaxLabelBytes, models.SQLiteMetaPrefixBytes, sqlkit.Placeholders(len(args), "?"))
 	rows, err := s.tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.src.wrap("read kandev_meta", err)
@@ -447,7 +447,7 @@ func SQLiteScanSQL(spec models.TableSpec, cols []string) (string, error) {
 }
 
 func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string, capPlan, error) {
-	have := columnSet(cols)
+	have := sqlkit.ColumnSet(cols)
 	capped, plan := sqliteCapSpec(spec, have, models.SQLitePrefixBytes)
 	list, err := selectList(source, capped, have, func(c string) string {
 		// Read the stored text itself: the driver would otherwise turn
