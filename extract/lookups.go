@@ -24,7 +24,7 @@ import (
 // SQL, and so does every key of a store whose id columns are declared
 // otherwise. Ids are held as 128-bit hashes (16 bytes each, no pointers for
 // the garbage collector to scan), the approximation the message pass makes
-// (msgpass.go): a wrong answer needs two different ids to collide in 128
+// (extract/evidence): a wrong answer needs two different ids to collide in 128
 // bits. Both sources (PostgreSQL: pglookups.go) hold them in an idHashes:
 // 16 bytes an id plus a 256 KiB index, where a map of the same keys held
 // 18.5 MB for the large store's 500,000 sessions and turns.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/kandev/kandev-extract/extract/evidence"
 	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -81,4 +82,19 @@ func (p *maskedSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn fun
 
 func (p *maskedSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {
 	return p.mask.Err(p.Snapshot.Query(ctx, query, args, fn))
+}
+
+// A masked snapshot is an evidence.Snapshot as the one it wraps is, its
+// location and errors masked. Stream's errors go unmasked to Wrap, which
+// masks them, so that Wrap still reads the driver's error.
+
+func (p *maskedSnapshot) Dialect() models.Dialect { return p.Snapshot.(evidence.Snapshot).Dialect() }
+func (p *maskedSnapshot) Location() string        { return p.mask.Shown() }
+
+func (p *maskedSnapshot) Stream(ctx context.Context, q string, args []any, borrow bool, fn func(row []any) error) error {
+	return p.Snapshot.(evidence.Snapshot).Stream(ctx, q, args, borrow, fn)
+}
+
+func (p *maskedSnapshot) Wrap(op, table string, err error) error {
+	return p.mask.Err(p.Snapshot.(evidence.Snapshot).Wrap(op, table, err))
 }

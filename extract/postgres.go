@@ -488,20 +488,50 @@ func (p *pgSnapshot) Query(ctx context.Context, query string, args []any, fn fun
 }
 
 func (p *pgSnapshot) stream(ctx context.Context, table, q string, args []any, fn func(row []any) error) error {
+	var fnErr error
+	err := p.Stream(ctx, q, args, false, func(row []any) error {
+		fnErr = fn(row)
+		return fnErr
+	})
+	if err != nil && err != fnErr {
+		return p.src.wrap("read", table, err)
+	}
+	return err
+}
+
+// Stream is evidence.Snapshot's: the rows of q decoded as Query hands them
+// (pgRowDecoder: nothing is borrowed), the driver's errors unwrapped.
+func (p *pgSnapshot) Stream(ctx context.Context, q string, args []any, _ bool, fn func(row []any) error) error {
 	rows, err := p.tx.Query(ctx, q, args...)
 	if err != nil {
-		return p.src.wrap("read", table, err)
+		return err
 	}
 	defer rows.Close()
 	dec := newPGRowDecoder(rows)
 	for rows.Next() {
 		vals, err := dec.decode(rows.RawValues())
 		if err != nil {
-			return p.src.wrap("read", table, err)
+			return err
 		}
 		if err := fn(vals); err != nil {
 			return err
 		}
 	}
-	return p.src.wrapIf("read", table, rows.Err())
+	return rows.Err()
 }
+
+// Exec is evidence.PostgresSnapshot's: a statement in the snapshot's
+// transaction, the driver's error unwrapped.
+func (p *pgSnapshot) Exec(ctx context.Context, q string) error {
+	_, err := p.tx.Exec(ctx, q)
+	return err
+}
+
+// Dialect is evidence.Snapshot's.
+func (p *pgSnapshot) Dialect() models.Dialect { return models.DialectPostgres }
+
+// Location is evidence.Snapshot's: the printable location.
+func (p *pgSnapshot) Location() string { return p.src.location }
+
+// Wrap is evidence.Snapshot's.
+func (p *pgSnapshot) Wrap(op, table string, err error) error { return p.src.wrap(op, table, err) }

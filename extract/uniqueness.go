@@ -23,7 +23,7 @@ import (
 //     octet_length filter), so a unique index that admits several NULLs
 //     proves as much.
 //   - The per-turn and per-session fan-out (scans.fanoutJoin) can be
-//     counted by the message pass (fanout.go) when its keys compare in Go
+//     counted by the message pass (extract/evidence/fanout.go) when its keys compare in Go
 //     exactly as the join's do.
 //
 // Anything not proven keeps the SQL. The probes read the catalog inside the
@@ -60,7 +60,7 @@ type ScanPlan struct {
 	// proven unique.
 	uniqueKey bool
 	// fanoutTurns, fanoutSessions: the message pass's per-turn and
-	// per-session counts key exactly as fanoutJoin joins (see fanout.go).
+	// per-session counts key exactly as fanoutJoin joins (see extract/evidence/fanout.go).
 	fanoutTurns, fanoutSessions bool
 }
 

@@ -1,4 +1,4 @@
-package extract
+package evidence
 
 import (
 	"hash/maphash"
@@ -173,7 +173,7 @@ func (p *msgPass) raw(row []any) error {
 	}
 	p.row = append(p.row[:0], row[0], row[1], row[2], over, row[3], ok, tc)
 	err := p.message(p.row)
-	clear(p.row) // its values may be borrowed (rawStreamBorrowed)
+	clear(p.row) // its values may be borrowed (Snapshot.Stream)
 	return err
 }
 
