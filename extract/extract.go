@@ -1,6 +1,12 @@
 // Package extract reads Kandev stores: one consistent, read-only snapshot of
 // a SQLite file or a PostgreSQL database. It streams rows; it never loads a
-// whole table and never writes to the source.
+// whole table and never writes to the source. It opens the sources and
+// holds their snapshots, scans (ScanPlan) and forks; beside it,
+// extract/location reads and redacts the locations it is given,
+// extract/scans holds the scans' SQL, extract/evidence derives the message
+// evidence, writer health and fan-out from a snapshot, and
+// extract/internal/sqlitedrv is the private SQLite driver its snapshots
+// read through.
 package extract
 
 import (

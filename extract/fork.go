@@ -69,20 +69,14 @@ func Fork(ctx context.Context, snap models.Snapshot) (models.Snapshot, string, e
 }
 
 func (s *sqliteSnapshot) fork(ctx context.Context) (models.Snapshot, string, error) {
-	var mode string
-	if err := s.tx.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return nil, "", s.src.wrap("journal mode", err)
+	wal, err := s.walMode(ctx)
+	if err != nil {
+		return nil, "", err
 	}
-	wal := mode == "wal" && !s.src.immutable
 	var pinned sqlitedrv.Snapshot // the snapshot's, WAL mode
 	if wal {
-		err := s.conn.Raw(func(dc any) error {
-			var err error
-			pinned, err = sqlitedrv.DriverSnapshot(dc)
-			return err
-		})
-		if err != nil {
-			return nil, "WAL snapshot not available: " + err.Error(), nil
+		if pinned, err = s.walSnapshot(); err != nil {
+			return nil, err.Error(), nil
 		}
 		defer pinned.Free()
 	}
@@ -205,13 +199,8 @@ func (s *sqliteSnapshot) pinLite(ctx context.Context) (*sqlitedrv.Conn, error) {
 	}
 	var pinned sqlitedrv.Snapshot
 	if wal {
-		err := s.conn.Raw(func(dc any) error {
-			var err error
-			pinned, err = sqlitedrv.DriverSnapshot(dc)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("WAL snapshot not available: %w", err)
+		if pinned, err = s.walSnapshot(); err != nil {
+			return nil, err
 		}
 		defer pinned.Free()
 	}
@@ -245,6 +234,21 @@ func (s *sqliteSnapshot) pinLite(ctx context.Context) (*sqlitedrv.Conn, error) {
 		}
 	}
 	return c, nil
+}
+
+// walSnapshot is the snapshot of s's read transaction, WAL mode (the
+// caller frees it).
+func (s *sqliteSnapshot) walSnapshot() (sqlitedrv.Snapshot, error) {
+	var snap sqlitedrv.Snapshot
+	err := s.conn.Raw(func(dc any) error {
+		var err error
+		snap, err = sqlitedrv.DriverSnapshot(dc)
+		return err
+	})
+	if err != nil {
+		return snap, fmt.Errorf("WAL snapshot not available: %w", err)
+	}
+	return snap, nil
 }
 
 // walMode says whether s reads a WAL-mode store (not opened immutable).

@@ -167,12 +167,9 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	if !ok {
 		return MessageEvidence{}, nil, fmt.Errorf("message pass: unsupported snapshot %T", snap)
 	}
-	if s.Dialect() == models.DialectPostgres {
-		pg, ok := s.(PostgresSnapshot)
-		if !ok {
-			return MessageEvidence{}, nil, fmt.Errorf("message pass: unsupported snapshot %T", snap)
-		}
-		return readMessagesPG(ctx, pg, since, subagents, health, fanout)
+	pg, isPG := s.(PostgresSnapshot)
+	if s.Dialect() == models.DialectPostgres && !isPG {
+		return MessageEvidence{}, nil, fmt.Errorf("message pass: unsupported snapshot %T", snap)
 	}
 	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
 	if health {
@@ -194,15 +191,21 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	if err := sqlkit.RequireColumns(s.Location(), "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
 		return ev, nil, err
 	}
-	p := newMsgPass(since, subagents, health, fanout)
-	defer p.release()
 	err = s.Stream(ctx, `SELECT count(*) FROM task_session_messages`, nil, false, func(row []any) error {
 		ev.MessagesRead, _ = row[0].(int64)
 		return nil
 	})
+	if s.Dialect() == models.DialectPostgres {
+		if err != nil {
+			return ev, nil, s.Wrap("message pass over", "task_session_messages", err)
+		}
+		return readMessagesPG(ctx, pg, ev, since, subagents, health, fanout)
+	}
 	if err != nil {
 		return ev, nil, s.Wrap("count task_session_messages", "", err)
 	}
+	p := newMsgPass(since, subagents, health, fanout)
+	defer p.release()
 	// Borrowed: raw keeps no value of a row beyond it (the ids it keeps
 	// are copied into the group tables, the rest is hashed or parsed).
 	if err := readSQLite(ctx, s, "message pass over task_session_messages", msgPassRaw, true, p.raw); err != nil {

@@ -104,39 +104,14 @@ func (p *msgPass) pgSubagent(row []any) {
 	p.fanRow(turn, sess, tc, sqlkit.AsInt64(row[5]))
 }
 
-func readMessagesPG(ctx context.Context, s PostgresSnapshot, since *time.Time, subagents, health, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
-	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
-	if health {
-		if err := checkHealthSchema(ctx, s, s.Location()); err != nil {
-			return ev, nil, err
-		}
-	}
-	ok, err := s.TableExists(ctx, "task_session_messages")
-	if err != nil || !ok {
-		if err == nil && health {
-			err = &models.MissingTableError{Source: s.Location(), Table: "task_session_messages"}
-		}
-		return ev, nil, err
-	}
-	cols, err := s.Columns(ctx, "task_session_messages")
-	if err != nil {
-		return ev, nil, err
-	}
-	if err := sqlkit.RequireColumns(s.Location(), "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
-		return ev, nil, err
-	}
+// readMessagesPG is the pass on PostgreSQL, once readMessages has checked
+// the schema and counted the messages.
+func readMessagesPG(ctx context.Context, s PostgresSnapshot, ev MessageEvidence, since *time.Time, subagents, health, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
 	var bound any
 	if since != nil {
 		bound = ceilMicro(*since).Format("2006-01-02 15:04:05.999999")
 	}
 	wrap := func(err error) error { return s.Wrap("message pass over", "task_session_messages", err) }
-	err = s.Stream(ctx, `SELECT count(*) FROM task_session_messages`, nil, false, func(row []any) error {
-		ev.MessagesRead, _ = row[0].(int64)
-		return nil
-	})
-	if err != nil {
-		return ev, nil, wrap(err)
-	}
 	// Metadata that is not JSON aborts the cast for the whole statement:
 	// try under a savepoint; only when it fails on invalid JSON, find those
 	// messages and read again without them.
