@@ -342,16 +342,3 @@ func (m *metaReader) add(key string, v any, bytes int64) {
 	}
 	m.out = append(m.out, e)
 }
-
-// placeholders renders n bind parameters: "?, ?" or "$1, $2".
-func placeholders(n int, style string) string {
-	p := make([]string, n)
-	for i := range p {
-		if style == "?" {
-			p[i] = "?"
-		} else {
-			p[i] = "$" + strconv.Itoa(i+1)
-		}
-	}
-	return strings.Join(p, ", ")
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/evidence"
 	"github.com/kandev/kandev-extract/internal/instant"
 	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
@@ -95,8 +96,7 @@ type reading struct {
 	meta    []string            // key=value, sorted
 	shape   string              // the subagent table's columns and unique keys
 	ids     map[string][]string // per scanned source table, its row ids, sorted
-	health  string              // HealthCounts, when capture_since parses
-	pass    string              // the message pass's health counts
+	health  string              // the message pass's writer-health counts, when capture_since parses
 	forkIDs []string            // task_session_subagents' ids read through extract.Fork
 }
 
@@ -152,16 +152,14 @@ func readAll(t *testing.T, snap models.Snapshot) reading {
 		r.ids[tbl.Source] = scanIDs(snap, tbl)
 	}
 	if since != nil && schema.Exists {
-		c, err := extract.HealthCounts(ctx, snap, *since)
+		// The pass agrees with the SQL it replaces in either dialect:
+		// extract/evidence's TestMessagePassMatchesSQL and
+		// TestMessagePassPostgres, on these fixtures.
+		_, pass, err := evidence.ReadMessages(ctx, snap, since, true, since)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.health = counts(c)
-		_, pass, err := extract.ReadMessages(ctx, snap, since, true, since)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.pass = counts(*pass)
+		r.health = counts(*pass)
 	}
 	fork, _, err := extract.Fork(ctx, snap)
 	if err != nil {
@@ -185,8 +183,8 @@ func counts(c models.HealthCounts) string {
 
 // TestContractDialectsReadTheSameStore: the same store read from SQLite
 // and from PostgreSQL gives the same activation keys, table shape, rows of
-// every catalog scan (by id; the default workflow's by count), writer-health counts (the comparison and the message
-// pass agreeing), and a fork of the snapshot reads what the snapshot does.
+// every catalog scan (by id; the default workflow's by count), writer-health counts (the message
+// pass's), and a fork of the snapshot reads what the snapshot does.
 func TestContractDialectsReadTheSameStore(t *testing.T) {
 	t.Parallel()
 	for _, fx := range []struct {
@@ -202,8 +200,8 @@ func TestContractDialectsReadTheSameStore(t *testing.T) {
 			for _, s := range stores(t, fixture) {
 				_, snap := begin(t, s.location)
 				r := readAll(t, snap)
-				if r.health == "" || r.health != r.pass {
-					t.Errorf("%s: writer health %q, the message pass %q", s.dialect, r.health, r.pass)
+				if r.health == "" {
+					t.Errorf("%s: no writer health", s.dialect)
 				}
 				if r.forkIDs != nil && !slices.Equal(r.forkIDs, r.ids[models.SourceSubagents]) {
 					t.Errorf("%s: the fork read %d subagent rows, the snapshot %d", s.dialect, len(r.forkIDs), len(r.ids[models.SourceSubagents]))

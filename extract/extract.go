@@ -1,17 +1,22 @@
 // Package extract reads Kandev stores: one consistent, read-only snapshot of
 // a SQLite file or a PostgreSQL database. It streams rows; it never loads a
-// whole table and never writes to the source.
+// whole table and never writes to the source. It opens the sources and
+// holds their snapshots, scans (ScanPlan) and forks; beside it,
+// extract/location reads and redacts the locations it is given,
+// extract/scans holds the scans' SQL, extract/evidence derives the message
+// evidence, writer health and fan-out from a snapshot, and
+// extract/internal/sqlitedrv is the private SQLite driver its snapshots
+// read through.
 package extract
 
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -45,98 +50,35 @@ func (o OpenOptions) withDefaults() OpenOptions {
 	return o
 }
 
-// ErrUnsupportedSource is wrapped by the error for a source that is a URL
-// whose scheme kandev-extract does not read (mysql://, a mistyped
-// postgress://, ...), or a malformed postgres: or file: URL. It is a usage
-// error. The error names the scheme and never the rest of the text.
-var ErrUnsupportedSource = errors.New("unsupported source")
-
-// ErrBadDSN is wrapped by the error for a PostgreSQL URL or keyword/value
-// DSN that cannot be read unambiguously (bad quoting or percent-encoding,
-// a raw '@' in a URL's password, an upper-case keyword, a file it names
-// missing). It is a usage error; the error never quotes the DSN.
-var ErrBadDSN = errors.New("unreadable PostgreSQL DSN")
-
 // ErrStalled is wrapped by the error of a PostgreSQL read that got no data
 // from the server within the stall timeout (OpenOptions.StallTimeout).
 var ErrStalled = errors.New("no data from the PostgreSQL server within the stall timeout")
 
 // Open returns a Source for a location with the default options; see
 // OpenWith.
-func Open(ctx context.Context, location string) (models.Source, error) {
-	return OpenWith(ctx, location, OpenOptions{})
+func Open(ctx context.Context, loc string) (models.Source, error) {
+	return OpenWith(ctx, loc, OpenOptions{})
 }
 
-// OpenWith returns a Source for a location, classified as Classify does:
-// a PostgreSQL URL or keyword/value DSN, or a SQLite file path ("~/" is
-// expanded) or file: URL. Neither the Source's Location nor any error
-// holds a password: they show the location as PrintableLocation does.
-func OpenWith(ctx context.Context, location string, opts OpenOptions) (models.Source, error) {
-	c, err := classify(location)
+// OpenWith returns a Source for a location, classified as
+// location.Classify does: a PostgreSQL URL or keyword/value DSN, or a
+// SQLite file path ("~/" is expanded) or file: URL. Neither the Source's
+// Location nor any error holds a password: they show the location as
+// location.PrintableLocation does.
+func OpenWith(ctx context.Context, loc string, opts OpenOptions) (models.Source, error) {
+	c, err := location.Parse(loc)
 	if err != nil {
 		return nil, err
 	}
 	// Typed nils must not escape as non-nil interfaces.
-	if c.dialect == models.DialectPostgres {
-		s, err := OpenPostgres(ctx, c.dsn, opts)
+	if c.Dialect == models.DialectPostgres {
+		s, err := OpenPostgres(ctx, c.DSN, opts)
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
-	return openSQLite(ctx, ExpandHome(c.path))
-}
-
-// Classify tells which kind of store a location names, without opening it:
-//
-//   - scheme://… is a URL: postgres:// and postgresql:// (any case) are
-//     PostgreSQL; file: (file:PATH, file:///PATH, file://localhost/PATH,
-//     no query) names a SQLite file; any other scheme is an error wrapping
-//     ErrUnsupportedSource that names only the scheme. So are postgres: or
-//     postgresql: without the two slashes.
-//   - text whose first token is word= (host=db dbname=kandev, or just
-//     user=r4 port=5432 with PGHOST set) is a libpq keyword/value DSN:
-//     PostgreSQL.
-//   - anything else is a SQLite file path (a path that begins with such a
-//     word=, or with scheme://, is written ./word=… or ./scheme://…).
-func Classify(location string) (models.Dialect, error) {
-	c, err := classify(location)
-	if err != nil {
-		return "", err
-	}
-	return c.dialect, nil
-}
-
-// CheckSource reports, without connecting or opening a store (pgx may
-// read ~/.pgpass and the certificate files a DSN names), whether a
-// location can be opened at all: an error wrapping
-// ErrUnsupportedSource (a URL scheme kandev-extract does not read) or
-// ErrBadDSN (a PostgreSQL DSN that cannot be parsed), or nil. Both are
-// usage errors; neither holds more of the location than
-// PrintableLocation.
-func CheckSource(location string) error {
-	c, err := classify(location)
-	if err != nil || c.dialect != models.DialectPostgres {
-		return err
-	}
-	_, _, err = parsePostgres(c.dsn, c.isURL)
-	return err
-}
-
-// IsPostgres reports whether a location names a PostgreSQL database.
-func IsPostgres(location string) bool {
-	d, err := Classify(location)
-	return err == nil && d == models.DialectPostgres
-}
-
-// ExpandHome expands a leading "~/" to the user's home directory.
-func ExpandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") || strings.HasPrefix(p, `~\`) {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, strings.TrimPrefix(p, "~"))
-		}
-	}
-	return p
+	return openSQLite(ctx, location.ExpandHome(c.Path))
 }
 
 // optionalColumn matches {{column}} or {{alias.column}} in a spec's Expr,
@@ -202,24 +144,4 @@ func fromClause(spec models.TableSpec, have map[string]bool) string {
 	return q
 }
 
-// requireColumns fails with a MissingColumnError naming the first of need
-// that a table lacks.
-func requireColumns(source, table string, have []string, need ...string) error {
-	set := columnSet(have)
-	for _, c := range need {
-		if !set[c] {
-			return &models.MissingColumnError{Source: source, Table: table, Column: c}
-		}
-	}
-	return nil
-}
-
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
-func columnSet(cols []string) map[string]bool {
-	m := make(map[string]bool, len(cols))
-	for _, c := range cols {
-		m[c] = true
-	}
-	return m
-}

@@ -5,14 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
-	"unsafe"
 
 	"github.com/jackc/pgx/v5"
-	"modernc.org/libc"
-	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlitedrv"
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -21,8 +19,9 @@ import (
 // of a run (the table scans, the message pass) can read in parallel
 // without giving up consistency. Measured by removal (docs/benchmarks.md):
 // reading on one connection makes a large run 19 % slower, past the
-// floor. The WAL pin reads modernc's connection handle by reflection;
-// TestForkWAL fails the day that stops working.
+// floor. The WAL pin reads modernc's connection handle by reflection
+// (extract/internal/sqlitedrv); TestForkWAL and sqlitedrv's
+// TestDriverHandle fail the day that stops working.
 //
 //   - SQLite, rollback-journal mode: the snapshot's read transaction holds
 //     a SHARED lock from its first read until it ends, and no writer can
@@ -58,7 +57,7 @@ func Fork(ctx context.Context, snap models.Snapshot) (models.Snapshot, string, e
 	case *maskedSnapshot:
 		f, why, err := Fork(ctx, s.Snapshot)
 		if err != nil || f == nil {
-			return nil, why, s.mask.err(err)
+			return nil, why, s.mask.Err(err)
 		}
 		return &maskedSnapshot{Snapshot: f, mask: s.mask}, why, nil
 	case *sqliteSnapshot:
@@ -70,24 +69,16 @@ func Fork(ctx context.Context, snap models.Snapshot) (models.Snapshot, string, e
 }
 
 func (s *sqliteSnapshot) fork(ctx context.Context) (models.Snapshot, string, error) {
-	var mode string
-	if err := s.tx.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return nil, "", s.src.wrap("journal mode", err)
+	wal, err := s.walMode(ctx)
+	if err != nil {
+		return nil, "", err
 	}
-	wal := mode == "wal" && !s.src.immutable
-	var pinned uintptr   // the snapshot's sqlite3_snapshot, WAL mode
-	tls := libc.NewTLS() // for sqlite3_snapshot_free and _cmp
-	defer tls.Close()
+	var pinned sqlitedrv.Snapshot // the snapshot's, WAL mode
 	if wal {
-		err := s.conn.Raw(func(dc any) error {
-			var err error
-			pinned, err = snapshotGet(dc)
-			return err
-		})
-		if err != nil {
-			return nil, "WAL snapshot not available: " + err.Error(), nil
+		if pinned, err = s.walSnapshot(); err != nil {
+			return nil, err.Error(), nil
 		}
-		defer sqlite3.Xsqlite3_snapshot_free(tls, pinned)
+		defer pinned.Free()
 	}
 	db, err := sql.Open("sqlite", sqliteDSNWith(s.src.Path, s.src.immutable, forkBusyTimeout))
 	if err != nil {
@@ -114,7 +105,7 @@ func (s *sqliteSnapshot) fork(ctx context.Context) (models.Snapshot, string, err
 		return fail("second connection: first read", err)
 	}
 	if wal {
-		err := f.conn.Raw(func(dc any) error { return snapshotOpen(dc, pinned) })
+		err := f.conn.Raw(func(dc any) error { return sqlitedrv.OpenDriverSnapshot(dc, pinned) })
 		if err != nil {
 			return fail("second connection: open the snapshot", err)
 		}
@@ -124,12 +115,12 @@ func (s *sqliteSnapshot) fork(ctx context.Context) (models.Snapshot, string, err
 		// snapshot.
 		var same bool
 		err := f.conn.Raw(func(dc any) error {
-			mine, err := snapshotGet(dc)
+			mine, err := sqlitedrv.DriverSnapshot(dc)
 			if err != nil {
 				return err
 			}
-			defer sqlite3.Xsqlite3_snapshot_free(tls, mine)
-			same = sqlite3.Xsqlite3_snapshot_cmp(tls, pinned, mine) == 0 && sqlite3.Xsqlite3_snapshot_cmp(tls, mine, pinned) == 0
+			defer mine.Free()
+			same = sqlitedrv.Same(pinned, mine)
 			return nil
 		})
 		if err != nil {
@@ -143,74 +134,6 @@ func (s *sqliteSnapshot) fork(ctx context.Context) (models.Snapshot, string, err
 	return f, "", nil
 }
 
-// errNoHandle: the driver connection is not the modernc.org/sqlite
-// connection this code knows (its layout changed): no WAL fork.
-var errNoHandle = errors.New("the driver's connection handle is not accessible")
-
-// sqliteHandle returns the sqlite3* handle and the TLS of a
-// modernc.org/sqlite driver connection (unexported fields db and tls of
-// its conn type), read through reflection.
-func sqliteHandle(dc any) (uintptr, *libc.TLS, error) {
-	v := reflect.ValueOf(dc)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return 0, nil, errNoHandle
-	}
-	e := v.Elem()
-	db, tls := e.FieldByName("db"), e.FieldByName("tls")
-	if !db.IsValid() || db.Kind() != reflect.Uintptr || !tls.IsValid() || tls.Type() != reflect.TypeFor[*libc.TLS]() || !db.CanAddr() {
-		return 0, nil, errNoHandle
-	}
-	h := *(*uintptr)(unsafe.Pointer(db.UnsafeAddr()))
-	t := *(**libc.TLS)(unsafe.Pointer(tls.UnsafeAddr()))
-	if h == 0 || t == nil {
-		return 0, nil, errNoHandle
-	}
-	return h, t, nil
-}
-
-// withMain calls fn with "main" as a C string and an 8-byte out pointer,
-// allocated on the connection's TLS stack (libc memory, outside the Go
-// heap; freed in reverse order).
-func withMain(tls *libc.TLS, fn func(zMain, out uintptr) int32) (uintptr, int32) {
-	zMain := tls.Alloc(8)
-	out := tls.Alloc(8)
-	copy(unsafe.Slice((*byte)(cPointer(zMain)), 5), "main\x00")
-	*(*uintptr)(cPointer(out)) = 0
-	rc := fn(zMain, out)
-	p := *(*uintptr)(cPointer(out))
-	tls.Free(8)
-	tls.Free(8)
-	return p, rc
-}
-
-// cPointer is the pointer to libc memory at address p (modernc's C
-// memory is not in the Go heap and never moves).
-func cPointer(p uintptr) unsafe.Pointer { return unsafe.Add(nil, p) }
-
-func snapshotGet(dc any) (uintptr, error) {
-	db, tls, err := sqliteHandle(dc)
-	if err != nil {
-		return 0, err
-	}
-	p, rc := withMain(tls, func(zMain, out uintptr) int32 { return sqlite3.Xsqlite3_snapshot_get(tls, db, zMain, out) })
-	if rc != sqlite3.SQLITE_OK || p == 0 {
-		return 0, fmt.Errorf("sqlite3_snapshot_get: result code %d", rc)
-	}
-	return p, nil
-}
-
-func snapshotOpen(dc any, snap uintptr) error {
-	db, tls, err := sqliteHandle(dc)
-	if err != nil {
-		return err
-	}
-	_, rc := withMain(tls, func(zMain, _ uintptr) int32 { return sqlite3.Xsqlite3_snapshot_open(tls, db, zMain, snap) })
-	if rc != sqlite3.SQLITE_OK {
-		return fmt.Errorf("sqlite3_snapshot_open: result code %d", rc)
-	}
-	return nil
-}
-
 func (p *pgSnapshot) fork(ctx context.Context) (models.Snapshot, string, error) {
 	if p.src.cfg == nil {
 		return nil, "no connection configuration", nil
@@ -221,12 +144,12 @@ func (p *pgSnapshot) fork(ctx context.Context) (models.Snapshot, string, error) 
 	id := p.exported
 	conn, err := pgx.ConnectConfig(ctx, p.src.cfg.Copy())
 	if err != nil {
-		return nil, "second connection: " + scrub(err.Error(), p.src.secrets), nil
+		return nil, "second connection: " + location.Scrub(err.Error(), p.src.secrets), nil
 	}
 	src := &PostgresSource{location: p.src.location, secrets: p.src.secrets, conn: conn, guard: p.src.guard, connect: p.src.connect}
 	fail := func(err error) (models.Snapshot, string, error) {
 		src.Close()
-		return nil, "second connection: " + scrub(err.Error(), p.src.secrets), nil
+		return nil, "second connection: " + location.Scrub(err.Error(), p.src.secrets), nil
 	}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -252,4 +175,87 @@ func quoteLiteral(s string) string {
 		out = append(out, s[i])
 	}
 	return string(append(out, '\''))
+}
+
+// attachLite gives s a sqlitedrv.Conn on s's own snapshot for its bulk reads
+// (rawStream), pinned as a fork is (above): in WAL mode through
+// sqlite3_snapshot_get/open/cmp; in rollback-journal mode by s's SHARED
+// lock, which no writer can commit past; opened immutable, nothing can
+// change. When that cannot be done, s reads through database/sql as before
+// (the reason is kept for the run's log).
+func (s *sqliteSnapshot) attachLite(ctx context.Context) {
+	c, err := s.pinLite(ctx)
+	if err != nil {
+		s.liteWhy = err.Error()
+		return
+	}
+	s.lite = c
+}
+
+func (s *sqliteSnapshot) pinLite(ctx context.Context) (*sqlitedrv.Conn, error) {
+	wal, err := s.walMode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var pinned sqlitedrv.Snapshot
+	if wal {
+		if pinned, err = s.walSnapshot(); err != nil {
+			return nil, err
+		}
+		defer pinned.Free()
+	}
+	c, err := sqlitedrv.Open(s.src.Path, s.src.immutable, forkBusyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(what string, err error) (*sqlitedrv.Conn, error) {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := c.Exec(ctx, "BEGIN"); err != nil {
+		return fail("begin", err)
+	}
+	// The first read takes the SHARED lock (rollback mode) or opens the
+	// WAL (WAL mode: sqlite3_snapshot_open needs it open).
+	var n int64
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM sqlite_master", nil, &n); err != nil {
+		return fail("first read", err)
+	}
+	if wal {
+		if err := c.OpenSnapshot(pinned); err != nil {
+			return fail("open the snapshot", err)
+		}
+		same, err := c.OnSnapshot(pinned)
+		if err != nil {
+			return fail("compare snapshots", err)
+		}
+		if !same {
+			return fail("pin", errors.New("not on the same snapshot"))
+		}
+	}
+	return c, nil
+}
+
+// walSnapshot is the snapshot of s's read transaction, WAL mode (the
+// caller frees it).
+func (s *sqliteSnapshot) walSnapshot() (sqlitedrv.Snapshot, error) {
+	var snap sqlitedrv.Snapshot
+	err := s.conn.Raw(func(dc any) error {
+		var err error
+		snap, err = sqlitedrv.DriverSnapshot(dc)
+		return err
+	})
+	if err != nil {
+		return snap, fmt.Errorf("WAL snapshot not available: %w", err)
+	}
+	return snap, nil
+}
+
+// walMode says whether s reads a WAL-mode store (not opened immutable).
+func (s *sqliteSnapshot) walMode(ctx context.Context) (bool, error) {
+	var mode string
+	if err := s.tx.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return false, s.src.wrap("journal mode", err)
+	}
+	return mode == "wal" && !s.src.immutable, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -207,7 +208,7 @@ func TestPostgresFrozenServer(t *testing.T) {
 			return err
 		})
 		if err == nil || !strings.Contains(err.Error(), "connect timeout (1.5s)") || !strings.Contains(err.Error(), "connect_timeout") ||
-			!strings.Contains(err.Error(), PrintableLocation(c.DSN(db))) {
+			!strings.Contains(err.Error(), location.PrintableLocation(c.DSN(db))) {
 			t.Fatalf("connect to a stopped server: %v", err)
 		}
 		if took < connect || took > connect+3*time.Second {

@@ -3,9 +3,9 @@ package extract
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"slices"
 
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -24,27 +24,24 @@ import (
 // SQL, and so does every key of a store whose id columns are declared
 // otherwise. Ids are held as 128-bit hashes (16 bytes each, no pointers for
 // the garbage collector to scan), the approximation the message pass makes
-// (msgpass.go): a wrong answer needs two different ids to collide in 128
+// (extract/evidence): a wrong answer needs two different ids to collide in 128
 // bits. Both sources (PostgreSQL: pglookups.go) hold them in an idHashes:
 // 16 bytes an id plus a 256 KiB index, where a map of the same keys held
 // 18.5 MB for the large store's 500,000 sessions and turns.
-func lookupKey(s string) key128 {
-	return key128{maphash.String(passSeeds[0], s), maphash.String(passSeeds[1], s)}
-}
 
-// idHashes holds the hashes of a table's ids (lookupKey), sorted, with the
+// idHashes holds the hashes of a table's ids (hashkey.String), sorted, with the
 // index of the first of each run sharing their top idHashBits bits: a
 // lookup searches a few neighbouring keys (a plain binary search over
 // 400,000 keys took a cache miss per step).
 type idHashes struct {
-	keys  []key128
+	keys  []hashkey.Key
 	start []uint32 // len 1<<idHashBits + 1
 }
 
 const idHashBits = 16
 
-func newIDHashes(keys []key128) idHashes {
-	slices.SortFunc(keys, cmpKey)
+func newIDHashes(keys []hashkey.Key) idHashes {
+	slices.SortFunc(keys, hashkey.Compare)
 	s := idHashes{keys: keys, start: make([]uint32, 1<<idHashBits+1)}
 	b := 0
 	for i, k := range keys {
@@ -59,9 +56,9 @@ func newIDHashes(keys []key128) idHashes {
 }
 
 func (s idHashes) has(id string) bool {
-	k := lookupKey(id)
+	k := hashkey.String(id)
 	top := k[0] >> (64 - idHashBits)
-	_, found := slices.BinarySearchFunc(s.keys[s.start[top]:s.start[top+1]], k, cmpKey)
+	_, found := slices.BinarySearchFunc(s.keys[s.start[top]:s.start[top+1]], k, hashkey.Compare)
 	return found
 }
 
@@ -111,7 +108,7 @@ func withLookups(table string, todo []goLookup, fn func(row []any) error) func(r
 
 // lookupsInGo renders spec's lookup columns for the reader to decide where
 // it can (scans.LookupsInGo), and returns the row function that does so.
-// Without a liteConn, or when no lookup can be decided in Go, spec and fn
+// Without a sqlitedrv.Conn, or when no lookup can be decided in Go, spec and fn
 // are returned as they are.
 func (s *sqliteSnapshot) lookupsInGo(ctx context.Context, spec models.TableSpec, fn func(row []any) error) (models.TableSpec, func(row []any) error, error) {
 	if s.lite == nil {
@@ -208,11 +205,11 @@ func (s *sqliteSnapshot) lookupIDs(ctx context.Context, table string) (idHashes,
 	if set, ok := s.lookupSets[table]; ok {
 		return set, nil
 	}
-	var keys []key128
+	var keys []hashkey.Key
 	q := fmt.Sprintf(`SELECT id FROM %s WHERE typeof(id) = 'text' AND octet_length(id) <= %d`, quoteIdent(table), models.MaxLabelBytes)
-	err := s.lite.query(ctx, q, nil, func(row []any) error {
+	err := s.lite.Query(ctx, q, nil, func(row []any) error {
 		if id, ok := row[0].(string); ok {
-			keys = append(keys, lookupKey(id))
+			keys = append(keys, hashkey.String(id))
 		}
 		return nil
 	})

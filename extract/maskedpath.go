@@ -2,11 +2,10 @@ package extract
 
 import (
 	"context"
-	"errors"
-	"net/url"
 	"path/filepath"
-	"strings"
 
+	"github.com/kandev/kandev-extract/extract/evidence"
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -20,7 +19,7 @@ func openSQLite(ctx context.Context, path string) (models.Source, error) {
 	if err != nil {
 		abs = path
 	}
-	m := newPathMask(path, abs)
+	m := location.NewPathMask(path, abs)
 	if m == nil {
 		s, err := OpenSQLite(ctx, path)
 		if err != nil {
@@ -30,127 +29,72 @@ func openSQLite(ctx context.Context, path string) (models.Source, error) {
 	}
 	s, err := OpenSQLite(ctx, path)
 	if err != nil {
-		return nil, m.err(err)
+		return nil, m.Err(err)
 	}
 	return &maskedSQLite{SQLiteSource: s, mask: m}, nil
 }
 
-// pathMask replaces a path's raw forms with its printable form in text.
-type pathMask struct {
-	shown   string
-	replace *strings.Replacer
-}
-
-func newPathMask(path, abs string) *pathMask {
-	shown := printablePath(abs)
-	if shown == abs && printablePath(path) == path {
-		return nil
-	}
-	pairs := []string{abs, shown, path, printablePath(path)}
-	// The masked parts themselves, wherever they appear (4 bytes or more:
-	// shorter ones would mangle unrelated words).
-	for _, raw := range []string{abs, path} {
-		for _, secret := range maskedParts(raw) {
-			if len(secret) >= 4 {
-				pairs = append(pairs, secret, redactedMark, url.PathEscape(secret), redactedMark, url.QueryEscape(secret), redactedMark)
-			}
-		}
-	}
-	return &pathMask{shown: shown, replace: strings.NewReplacer(pairs...)}
-}
-
-// maskedParts are the substrings printablePath hides.
-func maskedParts(p string) []string {
-	var out []string
-	if m := pathPassword.FindStringIndex(p); m != nil {
-		out = append(out, p[m[1]:])
-		p = p[:m[1]]
-	}
-	if at := strings.LastIndexByte(p, '@'); at > 0 {
-		if c := strings.IndexByte(p[:at], ':'); c >= 0 {
-			out = append(out, p[c+1:at])
-		}
-	}
-	return out
-}
-
-// maskedError is an error whose text had a path masked. errors.Is still
-// sees the original (context cancellation, say); its text is not exposed.
-type maskedError struct {
-	text string
-	orig error
-}
-
-func (e *maskedError) Error() string        { return e.text }
-func (e *maskedError) Is(target error) bool { return errors.Is(e.orig, target) }
-func (m *pathMask) text(s string) string    { return m.replace.Replace(s) }
-func (s *maskedSQLite) Location() string    { return s.mask.shown }
-func (p *maskedSnapshot) Close() error      { return p.mask.err(p.Snapshot.Close()) }
-func (s *maskedSQLite) Close() error        { return s.mask.err(s.SQLiteSource.Close()) }
-
-func (m *pathMask) err(err error) error {
-	if err == nil {
-		return nil
-	}
-	switch e := err.(type) {
-	case *models.MissingTableError:
-		c := *e
-		c.Source = m.text(c.Source)
-		return &c
-	case *models.MissingColumnError:
-		c := *e
-		c.Source = m.text(c.Source)
-		return &c
-	}
-	text := m.text(err.Error())
-	if text == err.Error() {
-		return err
-	}
-	return &maskedError{text: text, orig: err}
-}
+func (s *maskedSQLite) Location() string { return s.mask.Shown() }
+func (p *maskedSnapshot) Close() error   { return p.mask.Err(p.Snapshot.Close()) }
+func (s *maskedSQLite) Close() error     { return s.mask.Err(s.SQLiteSource.Close()) }
 
 type maskedSQLite struct {
 	*SQLiteSource
-	mask *pathMask
+	mask *location.PathMask
 }
 
 func (s *maskedSQLite) Begin(ctx context.Context) (models.Snapshot, error) {
 	snap, err := s.SQLiteSource.Begin(ctx)
 	if err != nil {
-		return nil, s.mask.err(err)
+		return nil, s.mask.Err(err)
 	}
 	return &maskedSnapshot{Snapshot: snap, mask: s.mask}, nil
 }
 
 type maskedSnapshot struct {
 	models.Snapshot
-	mask *pathMask
+	mask *location.PathMask
 }
 
 func (p *maskedSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	out, err := p.Snapshot.Meta(ctx)
-	return out, p.mask.err(err)
+	return out, p.mask.Err(err)
 }
 
 func (p *maskedSnapshot) TableExists(ctx context.Context, table string) (bool, error) {
 	ok, err := p.Snapshot.TableExists(ctx, table)
-	return ok, p.mask.err(err)
+	return ok, p.mask.Err(err)
 }
 
 func (p *maskedSnapshot) Columns(ctx context.Context, table string) ([]string, error) {
 	cols, err := p.Snapshot.Columns(ctx, table)
-	return cols, p.mask.err(err)
+	return cols, p.mask.Err(err)
 }
 
 func (p *maskedSnapshot) SubagentSchema(ctx context.Context) (models.SubagentSchema, error) {
 	s, err := p.Snapshot.SubagentSchema(ctx)
-	return s, p.mask.err(err)
+	return s, p.mask.Err(err)
 }
 
 func (p *maskedSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(row []any) error) error {
-	return p.mask.err(p.Snapshot.Scan(ctx, spec, fn))
+	return p.mask.Err(p.Snapshot.Scan(ctx, spec, fn))
 }
 
 func (p *maskedSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {
-	return p.mask.err(p.Snapshot.Query(ctx, query, args, fn))
+	return p.mask.Err(p.Snapshot.Query(ctx, query, args, fn))
+}
+
+// A masked snapshot is an evidence.Snapshot as the one it wraps is, its
+// location and errors masked. Stream's errors go unmasked to Wrap, which
+// masks them, so that Wrap still reads the driver's error.
+
+func (p *maskedSnapshot) Dialect() models.Dialect { return p.Snapshot.(evidence.Snapshot).Dialect() }
+func (p *maskedSnapshot) Location() string        { return p.mask.Shown() }
+
+func (p *maskedSnapshot) Stream(ctx context.Context, q string, args []any, borrow bool, fn func(row []any) error) error {
+	return p.Snapshot.(evidence.Snapshot).Stream(ctx, q, args, borrow, fn)
+}
+
+func (p *maskedSnapshot) Wrap(op, table string, err error) error {
+	return p.mask.Err(p.Snapshot.(evidence.Snapshot).Wrap(op, table, err))
 }

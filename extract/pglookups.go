@@ -3,8 +3,8 @@ package extract
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -130,13 +130,13 @@ func (p *pgSnapshot) lookupIDs(ctx context.Context, table string) (idHashes, err
 		return idHashes{}, p.src.wrap("read", table, err)
 	}
 	defer rows.Close()
-	var keys []key128
+	var keys []hashkey.Key
 	for first := true; rows.Next(); first = false {
 		if first && (len(rows.FieldDescriptions()) != 1 || !pgTextField(rows, 0)) {
 			return idHashes{}, fmt.Errorf("source %s: read %s: its ids are not read as text", p.src.location, table)
 		}
 		if id := rows.RawValues()[0]; id != nil {
-			keys = append(keys, lookupKeyBytes(id))
+			keys = append(keys, hashkey.Bytes(id))
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -144,10 +144,4 @@ func (p *pgSnapshot) lookupIDs(ctx context.Context, table string) (idHashes, err
 	}
 	p.lookupIDsRead++
 	return newIDHashes(keys), nil
-}
-
-// lookupKeyBytes is lookupKey(string(b)), without the string (maphash
-// hashes a string and a byte slice of the same content alike).
-func lookupKeyBytes(b []byte) key128 {
-	return key128{maphash.Bytes(passSeeds[0], b), maphash.Bytes(passSeeds[1], b)}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
 	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
@@ -184,11 +185,11 @@ func TestPGLookupsOnlyWhereBytesCompare(t *testing.T) {
 // does, empty or not.
 func TestIDHashes(t *testing.T) {
 	for _, n := range []int{0, 1, 7, 70000} {
-		var keys []key128
+		var keys []hashkey.Key
 		in := map[string]bool{}
 		for i := 0; i < n; i++ {
 			id := fmt.Sprintf("id-%d", i*2)
-			keys = append(keys, lookupKey(id))
+			keys = append(keys, hashkey.String(id))
 			in[id] = true
 		}
 		set := newIDHashes(keys)
@@ -197,15 +198,6 @@ func TestIDHashes(t *testing.T) {
 			if set.has(id) != in[id] {
 				t.Fatalf("n=%d: has(%s) = %v", n, id, !in[id])
 			}
-		}
-	}
-}
-
-// TestLookupKeyBytes: an id hashed from its bytes is the key of its text.
-func TestLookupKeyBytes(t *testing.T) {
-	for _, s := range []string{"", "a", "id-1", strings.Repeat("é", 128), "\x00\xff"} {
-		if lookupKeyBytes([]byte(s)) != lookupKey(s) {
-			t.Errorf("%q: the bytes' key differs from the text's", s)
 		}
 	}
 }

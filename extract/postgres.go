@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
+	"github.com/kandev/kandev-extract/extract/location"
+	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -37,14 +39,7 @@ type PostgresSource struct {
 // timeout, and every read afterwards by the stall watchdog (OpenOptions).
 func OpenPostgres(ctx context.Context, dsn string, opts OpenOptions) (*PostgresSource, error) {
 	opts = opts.withDefaults()
-	c, err := classify(dsn)
-	if err != nil {
-		return nil, err
-	}
-	if c.dialect != models.DialectPostgres {
-		return nil, &sourceError{shown: PrintableLocation(dsn), msg: "not a PostgreSQL URL or keyword/value DSN"}
-	}
-	cfg, loc, err := parsePostgres(c.dsn, c.isURL)
+	cfg, loc, err := location.ParsePostgres(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +50,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts OpenOptions) (*PostgresS
 	} else if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
-	s := &PostgresSource{location: loc, secrets: dsnSecrets(cfg), connect: cfg.ConnectTimeout,
+	s := &PostgresSource{location: loc, secrets: location.DSNSecrets(cfg), connect: cfg.ConnectTimeout,
 		guard: &stallGuard{timeout: opts.StallTimeout}}
 	// Every connection pgx dials (each host, each TLS fallback) is watched.
 	dialer := &net.Dialer{KeepAlive: 5 * time.Minute}
@@ -71,7 +66,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts OpenOptions) (*PostgresS
 	if err != nil {
 		if ctx.Err() == nil && !s.guard.fired.Load() && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)) {
 			return nil, fmt.Errorf("source %s: cannot reach the PostgreSQL server within the connect timeout (%s): no answer, so the server may be down, stopped or overloaded, or a firewall drops the packets; to wait longer set connect_timeout (config file) or --connect-timeout: %s",
-				s.location, s.connect, scrub(err.Error(), s.secrets))
+				s.location, s.connect, location.Scrub(err.Error(), s.secrets))
 		}
 		return nil, s.wrap("connect", "", err)
 	}
@@ -104,12 +99,12 @@ func (s *PostgresSource) wrap(op, table string, err error) error {
 		return fmt.Errorf("source %s: %s: %w (%s): the server's backend may be stopped or frozen, or the network cut; the read was abandoned and the connection closed. If the server is only slow (a very large table before its first row), raise stall_timeout in the config file, or --stall-timeout",
 			s.location, what, ErrStalled, s.guard.timeout)
 	}
-	msg := scrub(err.Error(), s.secrets)
+	msg := location.Scrub(err.Error(), s.secrets)
 	var pgErr *pgconn.PgError
 	var netErr net.Error
 	switch {
 	case errors.As(err, &pgErr):
-		pgMsg := scrub(pgErr.Message, s.secrets)
+		pgMsg := location.Scrub(pgErr.Message, s.secrets)
 		switch pgErr.Code {
 		case "28P01", "28000":
 			return fmt.Errorf("source %s: authentication failed for the PostgreSQL role (check the user and password; the password is not shown): %s", s.location, pgMsg)
@@ -133,7 +128,7 @@ func (s *PostgresSource) wrap(op, table string, err error) error {
 		}
 		return fmt.Errorf("source %s: %s: %s (SQLSTATE %s)", s.location, what, pgMsg, pgErr.Code)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &maskedError{text: fmt.Sprintf("source %s: %s: %s", s.location, what, msg), orig: err}
+		return location.Masked(fmt.Sprintf("source %s: %s: %s", s.location, what, msg), err)
 	case errors.As(err, &netErr), strings.Contains(msg, "connect"):
 		return fmt.Errorf("source %s: cannot reach the PostgreSQL server: %s", s.location, msg)
 	}
@@ -141,42 +136,6 @@ func (s *PostgresSource) wrap(op, table string, err error) error {
 }
 
 var pgNoSuchTable = regexp.MustCompile(`^relation "(?:public\.)?([A-Za-z0-9_]+)" does not exist`)
-
-// scrub removes secrets from text: a safety net, as driver errors are not
-// meant to hold any. One shorter than 4 bytes is left alone: replacing it
-// would mangle words.
-func scrub(text string, secrets []string) string {
-	for _, s := range secrets {
-		if len(s) >= 4 {
-			text = strings.ReplaceAll(text, s, redactedMark)
-		}
-	}
-	return text
-}
-
-// dsnSecrets are the parts of a parsed DSN no error may show: the password,
-// and the names and values of parameters that are not common settings —
-// the tail of a password written with a raw '&' or space becomes such a
-// parameter, and the server names an unknown one in its error.
-func dsnSecrets(cfg *pgx.ConnConfig) []string {
-	out := []string{cfg.Password}
-	for k, v := range cfg.RuntimeParams {
-		if !commonSettings[k] {
-			out = append(out, k, v)
-		}
-	}
-	// Longest first, so that no secret is left half replaced.
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
-}
-
-// commonSettings are server settings a DSN commonly passes (options=-c…,
-// application_name=…); their names and values are not secret.
-var commonSettings = map[string]bool{
-	"application_name": true, "client_encoding": true, "options": true, "search_path": true, "timezone": true,
-	"datestyle": true, "intervalstyle": true, "statement_timeout": true, "lock_timeout": true,
-	"idle_in_transaction_session_timeout": true, "default_transaction_read_only": true, "extra_float_digits": true,
-}
 
 // stallGuard is the client-side watchdog of a PostgreSQL source. Every
 // connection it watches counts the reads and writes in progress; when one
@@ -316,7 +275,7 @@ func (s *PostgresSource) begin(ctx context.Context, export bool) (*pgSnapshot, e
 				tx.Rollback(ctx)
 				return nil, s.wrap("begin snapshot", "", err)
 			}
-			snap.exportErr = "pg_export_snapshot: " + scrub(err.Error(), s.secrets)
+			snap.exportErr = "pg_export_snapshot: " + location.Scrub(err.Error(), s.secrets)
 		}
 	}
 	return snap, nil
@@ -390,7 +349,7 @@ func (p *pgSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := requireColumns(p.src.location, "kandev_meta", cols, "key", "value"); err != nil {
+	if err := sqlkit.RequireColumns(p.src.location, "kandev_meta", cols, "key", "value"); err != nil {
 		return nil, err
 	}
 	// Only the keys used, each value capped in the server (left() reads
@@ -400,7 +359,7 @@ func (p *pgSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 		args[i] = k
 	}
 	rows, err := p.tx.Query(ctx, fmt.Sprintf(`SELECT key::text, left(value::text, %d), octet_length(value::text)
-		FROM kandev_meta WHERE key::text IN (%s)`, models.MaxLabelBytes, placeholders(len(args), "$")), args...)
+		FROM kandev_meta WHERE key::text IN (%s)`, models.MaxLabelBytes, sqlkit.Placeholders(len(args), "$")), args...)
 	if err != nil {
 		return nil, p.src.wrap("read", "kandev_meta", err)
 	}
@@ -512,7 +471,7 @@ func (p *pgSnapshot) Scan(ctx context.Context, spec models.TableSpec, fn func(ro
 // pgScanSQL is the statement the PostgreSQL reader runs for spec on a
 // table with the given columns and column types.
 func pgScanSQL(source string, spec models.TableSpec, cols []string, types map[string]pgColumnType) (string, capPlan, error) {
-	have := columnSet(cols)
+	have := sqlkit.ColumnSet(cols)
 	capped, lengths, plan := capSpec(spec, have, pgCapWhole(types))
 	list, err := selectList(source, capped, have, func(c string) string { return c })
 	if err != nil {
@@ -521,7 +480,7 @@ func pgScanSQL(source string, spec models.TableSpec, cols []string, types map[st
 	if lengths != "" {
 		list += ", " + lengths
 	}
-	return strings.NewReplacer(models.SQLiteNotIndexed, "", models.SQLiteNoFlatten, "").Replace("SELECT " + list + fromClause(spec, have)), plan, nil
+	return strings.NewReplacer(scans.SQLiteNotIndexed, "", scans.SQLiteNoFlatten, "").Replace("SELECT " + list + fromClause(spec, have)), plan, nil
 }
 
 func (p *pgSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {
@@ -529,20 +488,50 @@ func (p *pgSnapshot) Query(ctx context.Context, query string, args []any, fn fun
 }
 
 func (p *pgSnapshot) stream(ctx context.Context, table, q string, args []any, fn func(row []any) error) error {
+	var fnErr error
+	err := p.Stream(ctx, q, args, false, func(row []any) error {
+		fnErr = fn(row)
+		return fnErr
+	})
+	if err != nil && err != fnErr {
+		return p.src.wrap("read", table, err)
+	}
+	return err
+}
+
+// Stream is evidence.Snapshot's: the rows of q decoded as Query hands them
+// (pgRowDecoder: nothing is borrowed), the driver's errors unwrapped.
+func (p *pgSnapshot) Stream(ctx context.Context, q string, args []any, _ bool, fn func(row []any) error) error {
 	rows, err := p.tx.Query(ctx, q, args...)
 	if err != nil {
-		return p.src.wrap("read", table, err)
+		return err
 	}
 	defer rows.Close()
 	dec := newPGRowDecoder(rows)
 	for rows.Next() {
 		vals, err := dec.decode(rows.RawValues())
 		if err != nil {
-			return p.src.wrap("read", table, err)
+			return err
 		}
 		if err := fn(vals); err != nil {
 			return err
 		}
 	}
-	return p.src.wrapIf("read", table, rows.Err())
+	return rows.Err()
 }
+
+// Exec is evidence.PostgresSnapshot's: a statement in the snapshot's
+// transaction, the driver's error unwrapped.
+func (p *pgSnapshot) Exec(ctx context.Context, q string) error {
+	_, err := p.tx.Exec(ctx, q)
+	return err
+}
+
+// Dialect is evidence.Snapshot's.
+func (p *pgSnapshot) Dialect() models.Dialect { return models.DialectPostgres }
+
+// Location is evidence.Snapshot's: the printable location.
+func (p *pgSnapshot) Location() string { return p.src.location }
+
+// Wrap is evidence.Snapshot's.
+func (p *pgSnapshot) Wrap(op, table string, err error) error { return p.src.wrap(op, table, err) }

@@ -17,6 +17,9 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlitedrv"
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
+	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -267,10 +270,10 @@ type sqliteSnapshot struct {
 	at   time.Time
 	db   *sql.DB // a fork's own database handle (closed with it)
 	// lite reads the bulk of the snapshot (scans, the message pass) on
-	// the same snapshot, without database/sql (sqlitelite.go); nil when it
+	// the same snapshot, without database/sql (extract/internal/sqlitedrv); nil when it
 	// could not be pinned (liteWhy says why) or for queries that call the
 	// Go functions registered with the driver (kx_instant).
-	lite    *liteConn
+	lite    *sqlitedrv.Conn
 	liteWhy string
 	// lookupSets are the ids read for lookups decided in Go (lookups.go).
 	lookupSets map[string]idHashes
@@ -308,7 +311,7 @@ func (s *sqliteSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := requireColumns(s.src.Path, "kandev_meta", cols, "key", "value"); err != nil {
+	if err := sqlkit.RequireColumns(s.src.Path, "kandev_meta", cols, "key", "value"); err != nil {
 		return nil, err
 	}
 	// Only the keys used, each value measured and capped in the query (a
@@ -322,7 +325,7 @@ func (s *sqliteSnapshot) Meta(ctx context.Context) ([]models.MetaEntry, error) {
 		CASE WHEN octet_length(value) <= %[1]d THEN CAST(value AS TEXT)
 			WHEN octet_length(value) <= %[2]d THEN substr(CAST(value AS BLOB), 1, %[1]d) END,
 		octet_length(value)
-		FROM kandev_meta WHERE key IN (%[3]s)`, models.MaxLabelBytes, models.SQLiteMetaPrefixBytes, placeholders(len(args), "?"))
+		FROM kandev_meta WHERE key IN (%[3]s)`, models.MaxLabelBytes, models.SQLiteMetaPrefixBytes, sqlkit.Placeholders(len(args), "?"))
 	rows, err := s.tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.src.wrap("read kandev_meta", err)
@@ -444,7 +447,7 @@ func SQLiteScanSQL(spec models.TableSpec, cols []string) (string, error) {
 }
 
 func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string, capPlan, error) {
-	have := columnSet(cols)
+	have := sqlkit.ColumnSet(cols)
 	capped, plan := sqliteCapSpec(spec, have, models.SQLitePrefixBytes)
 	list, err := selectList(source, capped, have, func(c string) string {
 		// Read the stored text itself: the driver would otherwise turn
@@ -455,8 +458,8 @@ func sqliteScanSQL(source string, spec models.TableSpec, cols []string) (string,
 		return "", plan, err
 	}
 	q := "SELECT " + list + fromClause(spec, have)
-	q = strings.ReplaceAll(q, models.SQLiteNoFlatten, "LIMIT -1 OFFSET 0")
-	return strings.ReplaceAll(q, models.SQLiteNotIndexed, "NOT INDEXED"), plan, nil
+	q = strings.ReplaceAll(q, scans.SQLiteNoFlatten, "LIMIT -1 OFFSET 0")
+	return strings.ReplaceAll(q, scans.SQLiteNotIndexed, "NOT INDEXED"), plan, nil
 }
 
 func (s *sqliteSnapshot) Query(ctx context.Context, query string, args []any, fn func(row []any) error) error {
@@ -475,6 +478,96 @@ func (s *sqliteSnapshot) stream(ctx context.Context, what, q string, args []any,
 		return fn(vals)
 	}, args...)
 }
+
+// sqliteCoded is an error carrying an SQLite result code: the driver's
+// *sqlite.Error and sqlitedrv.Error.
+type sqliteCoded interface {
+	error
+	Code() int
+}
+
+// Dialect is evidence.Snapshot's.
+func (s *sqliteSnapshot) Dialect() models.Dialect { return models.DialectSQLite }
+
+// Location is evidence.Snapshot's: the store's path.
+func (s *sqliteSnapshot) Location() string { return s.src.Path }
+
+// Wrap is evidence.Snapshot's: wrap, of op on table.
+func (s *sqliteSnapshot) Wrap(op, table string, err error) error {
+	if table != "" {
+		op += " " + table
+	}
+	return s.src.wrap(op, err)
+}
+
+// rawStream runs q and hands each row to fn with the driver's types kept
+// (stream turns BLOBs into strings; SQL compares a BLOB and a TEXT as
+// different values, and so does the message pass), a driver error wrapped
+// as reading what.
+func (s *sqliteSnapshot) rawStream(ctx context.Context, what, q string, fn func(row []any) error, args ...any) error {
+	return s.rowStream(ctx, q, args, false, fn, func(err error) error { return s.src.wrap("read "+what, err) })
+}
+
+// Stream is evidence.Snapshot's: rawStream, borrowed when asked (TEXT
+// values valid only until fn returns: sqlitedrv.Conn.QueryBorrowed), its
+// driver errors unwrapped.
+func (s *sqliteSnapshot) Stream(ctx context.Context, q string, args []any, borrow bool, fn func(row []any) error) error {
+	return s.rowStream(ctx, q, args, borrow, fn, func(err error) error { return err })
+}
+
+// rowStream runs q and hands each row to fn, the driver's errors through
+// wrap (fn's as they are): on the snapshot's sqlitedrv.Conn, unless q
+// calls a Go function (driverFunction) or there is none.
+func (s *sqliteSnapshot) rowStream(ctx context.Context, q string, args []any, borrow bool, fn func(row []any) error, wrap func(error) error) error {
+	if s.lite != nil && !strings.Contains(q, driverFunction) {
+		var fnErr error
+		query := s.lite.Query
+		if borrow {
+			query = s.lite.QueryBorrowed
+		}
+		err := query(ctx, q, args, func(row []any) error {
+			fnErr = fn(row)
+			return fnErr
+		})
+		if err != nil && err == fnErr {
+			return err
+		}
+		if err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+	rows, err := s.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return wrap(err)
+	}
+	defer rows.Close()
+	n := len(mustColumns(rows))
+	vals := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return wrap(err)
+		}
+		if err := fn(vals); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return wrap(err)
+	}
+	return nil
+}
+
+// driverFunction names the Go function the message pass's test oracle
+// registers with the driver (extract/evidence/oracle_test.go): a query
+// calling it runs on the snapshot's database/sql connection, never on its
+// sqlitedrv.Conn, which knows no Go functions. No production query calls
+// it.
+const driverFunction = "kx_instant("
 
 // SQLite primary result codes the extractor explains (sqlite3.h).
 const (

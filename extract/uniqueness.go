@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -22,7 +23,7 @@ import (
 //     octet_length filter), so a unique index that admits several NULLs
 //     proves as much.
 //   - The per-turn and per-session fan-out (scans.fanoutJoin) can be
-//     counted by the message pass (fanout.go) when its keys compare in Go
+//     counted by the message pass (extract/evidence/fanout.go) when its keys compare in Go
 //     exactly as the join's do.
 //
 // Anything not proven keeps the SQL. The probes read the catalog inside the
@@ -59,7 +60,7 @@ type ScanPlan struct {
 	// proven unique.
 	uniqueKey bool
 	// fanoutTurns, fanoutSessions: the message pass's per-turn and
-	// per-session counts key exactly as fanoutJoin joins (see fanout.go).
+	// per-session counts key exactly as fanoutJoin joins (see extract/evidence/fanout.go).
 	fanoutTurns, fanoutSessions bool
 }
 
@@ -422,7 +423,7 @@ type pgProber struct{ snap models.Snapshot }
 func (s *pgProber) supported(ctx context.Context) (bool, error) {
 	var n int64
 	err := s.snap.Query(ctx, `SELECT current_setting('server_version_num')::int`, nil, func(row []any) error {
-		n = asInt64(row[0])
+		n = sqlkit.AsInt64(row[0])
 		return nil
 	})
 	return n >= 120000, err
@@ -444,7 +445,7 @@ func (s *pgProber) facts(ctx context.Context, table string) (*tableFacts, error)
 		f.columns[name] = true
 		if text && det {
 			f.keyCols[name] = true
-			f.coll[name] = fmt.Sprint(asInt64(row[2]))
+			f.coll[name] = fmt.Sprint(sqlkit.AsInt64(row[2]))
 		}
 		return nil
 	})
@@ -467,12 +468,12 @@ func (s *pgProber) facts(ctx context.Context, table string) (*tableFacts, error)
 		WHERE i.indrelid = to_regclass(quote_ident($1)) AND i.indisunique AND i.indisvalid AND i.indisready
 			AND i.indislive AND i.indimmediate AND i.indpred IS NULL AND i.indexprs IS NULL
 		ORDER BY 1, k.n`, []any{table}, func(row []any) error {
-		id := asInt64(row[0])
+		id := sqlkit.AsInt64(row[0])
 		col, _ := row[2].(string)
 		good, _ := row[3].(bool)
 		ix := byID[id]
 		if ix == nil {
-			ix = &index{n: asInt64(row[1]), ok: true}
+			ix = &index{n: sqlkit.AsInt64(row[1]), ok: true}
 			byID[id] = ix
 			order = append(order, id)
 		}
@@ -497,19 +498,4 @@ func (s *pgProber) facts(ctx context.Context, table string) (*tableFacts, error)
 // (with two different ones PostgreSQL refuses the comparison).
 func (s *pgProber) sameEquality(a *tableFacts, ca string, b *tableFacts, cb string) bool {
 	return a.coll[ca] != "" && a.coll[ca] == b.coll[cb]
-}
-
-// asInt64 reads an integer cell of any width.
-func asInt64(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case int32:
-		return int64(x)
-	case int16:
-		return int64(x)
-	case int:
-		return int64(x)
-	}
-	return 0
 }

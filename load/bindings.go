@@ -63,7 +63,7 @@ func (a SourceIdentity) boundLocation() string {
 }
 
 // redactedMarker stands for a password in a printed PostgreSQL location
-// (extract.PrintableLocation).
+// (location.PrintableLocation).
 const redactedMarker = "REDACTED"
 
 // sameAsLegacy compares with a source recorded before fingerprints were

@@ -3,7 +3,7 @@ package load
 import (
 	"testing"
 
-	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/location"
 )
 
 // A binding compares PostgreSQL locations without the password marker:
@@ -11,7 +11,7 @@ import (
 // the password is in the DSN or in PGPASSWORD; anything else still differs.
 func TestBindingIgnoresWherePasswordComesFrom(t *testing.T) {
 	pg := func(dsn string) SourceIdentity {
-		return SourceIdentity{Dialect: "postgres", Location: extract.PrintableLocation(dsn)}
+		return SourceIdentity{Dialect: "postgres", Location: location.PrintableLocation(dsn)}
 	}
 	inline := pg("postgres://kandev_reader:s3cret@db.example:5432/kandev?sslmode=disable")
 	if inline.Location != "postgres://kandev_reader:REDACTED@db.example:5432/kandev" {

@@ -66,22 +66,6 @@ type TableSpec struct {
 	Where string
 }
 
-// SQLiteNotIndexed marks, in a spec's Join, a table reference that SQLite
-// should scan rather than read through an index. It is an SQL comment, so
-// it is inert as written; the SQLite reader renders it as NOT INDEXED and
-// the PostgreSQL reader removes it. (Without ANALYZE statistics SQLite
-// groups task_session_subagents through a non-covering index, one random
-// table lookup per row; a plain scan is faster.)
-const SQLiteNotIndexed = "/*kx:sqlite-not-indexed*/"
-
-// SQLiteNoFlatten marks, at the end of a subquery, that SQLite must not
-// flatten it into the aggregate that reads it: the SQLite reader renders it
-// as LIMIT -1 OFFSET 0, the PostgreSQL reader removes it. (A flattened
-// subquery's GROUP BY sorter copies every column its aggregates read, whole:
-// one 300 MB source value cost 1.4 GB; unflattened, the sorter holds the
-// subquery's small computed columns.)
-const SQLiteNoFlatten = "/*kx:sqlite-no-flatten*/"
-
 // Column reports the index of a column in the spec, or -1.
 func (t TableSpec) Column(name string) int {
 	for i, c := range t.Columns {

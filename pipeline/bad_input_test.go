@@ -225,7 +225,7 @@ func TestBrokenStoresFailClearly(t *testing.T) {
 			store: dropTable("workflow_steps"),
 			wants: []string{"required table workflow_steps is missing"}},
 		// pipeline.evaluateHealth checks this table itself, before
-		// extract.HealthCounts would, and its error does not name the store
+		// evidence.HealthCounts would, and its error does not name the store
 		// yet (docs/errors.md, "for the lead").
 		{name: "missing task_session_messages", table: "task_session_messages",
 			store: dropTable("task_session_messages"),

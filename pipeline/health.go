@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/evidence"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/transform"
@@ -180,7 +181,7 @@ func evaluateHealth(ctx context.Context, snap models.Snapshot, state models.Inst
 	}
 	// The run's own message pass: one implementation of the comparison.
 	at := state.CaptureSince.At
-	_, counts, err := extract.ReadMessages(ctx, snap, &at, true, &at)
+	_, counts, err := evidence.ReadMessages(ctx, snap, &at, true, &at)
 	if err == nil && counts == nil {
 		err = errors.New("writer health: the message pass measured nothing")
 	}

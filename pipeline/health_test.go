@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/evidence"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/transform"
 )
@@ -315,7 +316,7 @@ func assertHealth(t *testing.T, tc healthCase, source string, db *sql.DB, dialec
 	if tc.check != nil {
 		tc.check(t, r.Health.Counts)
 	}
-	// The run's message pass (one read of the messages, extract.ReadMessages)
+	// The run's message pass (one read of the messages, evidence.ReadMessages)
 	// counts what the comparison counts, case by case.
 	if r.Evaluated {
 		if got := messagePassCounts(t, source); countsString(got) != countsString(r.Health.Counts) {
@@ -371,7 +372,7 @@ func messagePassCounts(t *testing.T, source string) models.HealthCounts {
 	}
 	state := transform.Installation(meta, transform.Shape(schema))
 	since := state.CaptureSince.At
-	_, counts, err := extract.ReadMessages(ctx, snap, &since, state.Shape != models.ShapeAbsent, &since)
+	_, counts, err := evidence.ReadMessages(ctx, snap, &since, state.Shape != models.ShapeAbsent, &since)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/evidence"
 	"github.com/kandev/kandev-extract/models"
 	"github.com/kandev/kandev-extract/transform"
 )
@@ -79,7 +80,7 @@ func (tr *transformers) highWater(table string) time.Time {
 // The order the readers read in. A second reader pinned to the same
 // snapshot (extract.Fork: its own connection, the same state) reads the
 // messages — the message evidence, writer health and the per-turn and
-// per-session fan-out, in one pass (extract.ReadMessagesAndFanout) — and
+// per-session fan-out, in one pass (evidence.ReadMessagesAndFanout) — and
 // then task_sessions, while the first scans task_session_subagents and
 // then the other tables. dim_session depends on the message pass only, so
 // its batches may reach the transformer between the fact's; dim_turn needs
@@ -122,8 +123,8 @@ type readers struct {
 
 	// What the message pass read; fanout is nil when the pass did not count
 	// the fan-out (the scans then count it in SQL).
-	evidence extract.MessageEvidence
-	fanout   *extract.Fanout
+	evidence evidence.MessageEvidence
+	fanout   *evidence.Fanout
 	health   models.Health
 	messages time.Duration
 }
@@ -141,7 +142,7 @@ func (r *readers) progress(table string, n int64) {
 // are serialized.
 func (r *readers) read(ctx context.Context, from models.Snapshot, table string) error {
 	t := models.MustTable(table)
-	var fo *extract.Fanout
+	var fo *evidence.Fanout
 	if table == models.TableTurn || table == models.TableSession {
 		fo = r.fanout // set by the message pass, which is done (see readAll)
 	}
@@ -232,7 +233,7 @@ func (r *readers) readMessages(ctx context.Context, from models.Snapshot) error 
 		at := r.state.CaptureSince.At
 		healthSince = &at
 	}
-	ev, counts, err := extract.ReadMessagesAndFanout(ctx, from, since, r.featurePresent, healthSince, r.plan)
+	ev, counts, err := evidence.ReadMessagesAndFanout(ctx, from, since, r.featurePresent, healthSince, r.plan)
 	if err != nil {
 		return err
 	}

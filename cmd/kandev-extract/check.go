@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/internal/demo"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
@@ -180,7 +180,7 @@ func runCheck(cmd *cobra.Command, g *globals, s *settings, asJSON bool) error {
 // checkOne probes one installation's source and compares it with the
 // warehouse, writing nothing.
 func checkOne(ctx context.Context, in pipeline.Installation, why, warehouse string, rebind bool, wh checkWarehouse) checkReport {
-	r := checkReport{Installation: in.Name, Source: extract.PrintableLocation(in.Source), ChosenBecause: why, Warehouse: wh}
+	r := checkReport{Installation: in.Name, Source: location.PrintableLocation(in.Source), ChosenBecause: why, Warehouse: wh}
 	r.Warehouse.Known = installationKnown(warehouse, in.Name)
 	in.Rebind = in.Rebind || rebind
 	runsFrom := "" // the location a run reads, when check reads another (a copy of the demo)

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev-extract/config"
-	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/internal/demo"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
@@ -138,7 +138,7 @@ func runRun(cmd *cobra.Command, g *globals, s *settings, full bool) error {
 	g.applyConfig(cfg)
 	log := g.logger()
 	for _, in := range installs {
-		log.Info("installation", "installation", in.Name, "source", extract.PrintableLocation(in.Source), "chosen_because", why)
+		log.Info("installation", "installation", in.Name, "source", location.PrintableLocation(in.Source), "chosen_because", why)
 	}
 	res, err := runOnce(cmd.Context(), g, runCall{cfg: cfg, installs: installs, wait: s.wait, demo: why == whyDemo, interactive: true, fullRebuild: full})
 	if re := res.NotRebuilt; re != nil && errors.Is(err, re) {
@@ -189,7 +189,7 @@ func runExit(res pipeline.Result) error {
 // refused reports whether a run's error is a source refused as a usage
 // error (exit 2).
 func refused(err error) bool {
-	return errors.Is(err, load.ErrSourceChanged) || errors.Is(err, extract.ErrUnsupportedSource) || errors.Is(err, extract.ErrBadDSN)
+	return errors.Is(err, load.ErrSourceChanged) || errors.Is(err, location.ErrUnsupportedSource) || errors.Is(err, location.ErrBadDSN)
 }
 
 // runCall is one run of the pipeline from the CLI (run, or a schedule tick).
@@ -345,7 +345,7 @@ func resolveSource(flag string) (source, why string, err error) {
 	if env := os.Getenv(envSource); env != "" {
 		return env, "$" + envSource, nil
 	}
-	if p := extract.ExpandHome(kandevDefaultPath); fileExists(p) {
+	if p := location.ExpandHome(kandevDefaultPath); fileExists(p) {
 		return p, "Kandev's default store", nil
 	}
 	loc, err := demo.Location()
@@ -378,14 +378,14 @@ func deriveName(source string, demo bool) string {
 		return "demo"
 	}
 	base := ""
-	if extract.IsPostgres(source) {
+	if location.IsPostgres(source) {
 		// From the printable form: never from text that may hold a
 		// password.
-		if u, err := url.Parse(extract.PrintableLocation(source)); err == nil && u.Path != "" {
+		if u, err := url.Parse(location.PrintableLocation(source)); err == nil && u.Path != "" {
 			base = strings.TrimPrefix(u.Path, "/")
 		}
 	} else {
-		p := extract.PrintableLocation(source)
+		p := location.PrintableLocation(source)
 		base = strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
 	}
 	base = strings.Trim(nonName.ReplaceAllString(base, "-"), "-._")

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev-extract/config"
-	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/lake"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
@@ -94,7 +94,7 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	if s.staleAfter != 0 {
 		cfg.StaleAfter = s.staleAfter
 	}
-	cfg.Warehouse = extract.ExpandHome(cfg.Warehouse) // "~/kx" from a config file or the environment too
+	cfg.Warehouse = location.ExpandHome(cfg.Warehouse) // "~/kx" from a config file or the environment too
 	if lake.IsBucketURL(cfg.Warehouse) {
 		// A URL no publish could use is refused now, not after the run.
 		if err := lake.CheckBucketURL(cfg.Warehouse); err != nil {
@@ -119,10 +119,10 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 		if s.source == "" {
 			why = "$" + config.EnvSource
 		}
-		if err := extract.CheckSource(source); err != nil {
+		if err := location.CheckSource(source); err != nil {
 			return cfg, nil, "", &exitError{code: exitUsage, err: err}
 		}
-		if cmd.Flags().Changed("source") && extract.InlinePassword(source) {
+		if cmd.Flags().Changed("source") && location.InlinePassword(source) {
 			fmt.Fprintln(cmd.ErrOrStderr(), "warning: --source carries a password: other users of this machine can read it in ps and /proc, and it stays in your shell history. "+
 				"Leave it out of the DSN and use PGPASSWORD, ~/.pgpass, or source_env in a config file (docs/postgres.md)")
 		}
@@ -161,10 +161,10 @@ func (s *settings) resolve(cmd *cobra.Command, needSources bool) (config.Config,
 	}
 	out := make([]pipeline.Installation, len(ins))
 	for i, in := range ins {
-		if err := extract.CheckSource(in.Source); err != nil {
+		if err := location.CheckSource(in.Source); err != nil {
 			return cfg, nil, "", &exitError{code: exitUsage, err: fmt.Errorf("installation %s: %w", in.Name, err)}
 		}
-		if cfg.File != "" && in.SourceEnv == "" && extract.InlinePassword(in.Source) {
+		if cfg.File != "" && in.SourceEnv == "" && location.InlinePassword(in.Source) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: installation %s's source in %s carries a password; prefer source_env or ~/.pgpass\n", in.Name, cfg.File)
 		}
 		out[i] = pipeline.Installation{Name: in.Name, Source: in.Source, ConnectTimeout: in.ConnectTimeout, StallTimeout: in.StallTimeout,

@@ -23,7 +23,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/location"
 	"github.com/kandev/kandev-extract/lake"
 	"github.com/kandev/kandev-extract/lake/hub"
 	"github.com/kandev/kandev-extract/load"
@@ -86,11 +86,11 @@ func (f *hubFlags) open(ctx context.Context, log *slog.Logger) (*hub.Hub, error)
 	if f.bucket == "" || f.catalog == "" {
 		return nil, &usageError{errors.New("--bucket and --catalog (or $KANDEV_LAKE_BUCKET and $KANDEV_LAKE_CATALOG) are required")}
 	}
-	log.Info("opening the hub", "bucket", f.bucket, "catalog", extract.PrintableLocation(f.catalog))
+	log.Info("opening the hub", "bucket", f.bucket, "catalog", location.PrintableLocation(f.catalog))
 	h, err := hub.Open(ctx, hub.Config{Bucket: f.bucket, Catalog: f.catalog, CatalogName: f.catalogName,
 		Namespace: f.namespace, WarehousePrefix: f.warehousePrefix, Logger: log})
 	if err != nil {
-		return nil, errors.New(strings.ReplaceAll(err.Error(), f.catalog, extract.PrintableLocation(f.catalog)))
+		return nil, errors.New(strings.ReplaceAll(err.Error(), f.catalog, location.PrintableLocation(f.catalog)))
 	}
 	return h, nil
 }

@@ -3,7 +3,7 @@
 // (models.Table.Read); the SQL of the columns the source computes inside
 // the snapshot, and of their joins, is here. extract renders it per
 // dialect ({{column}} placeholders for optional columns, the
-// models.SQLiteNotIndexed and models.SQLiteNoFlatten markers), and decides
+// SQLiteNotIndexed and SQLiteNoFlatten markers), and decides
 // per store which joins a scan may leave out (Options: extract's
 // ScanPlan).
 //
@@ -50,6 +50,22 @@ type Options struct {
 // FanoutColumns are the computed columns fanoutJoin gives a turn or a
 // session.
 var FanoutColumns = []string{"subagents_observed", "subagents_live", "subagents_backfill", "distinct_tool_calls", "live_backfill_overlap"}
+
+// SQLiteNotIndexed marks, in a spec's Join, a table reference that SQLite
+// should scan rather than read through an index. It is an SQL comment, so
+// it is inert as written; the SQLite reader renders it as NOT INDEXED and
+// the PostgreSQL reader removes it. (Without ANALYZE statistics SQLite
+// groups task_session_subagents through a non-covering index, one random
+// table lookup per row; a plain scan is faster.)
+const SQLiteNotIndexed = "/*kx:sqlite-not-indexed*/"
+
+// SQLiteNoFlatten marks, at the end of a subquery, that SQLite must not
+// flatten it into the aggregate that reads it: the SQLite reader renders it
+// as LIMIT -1 OFFSET 0, the PostgreSQL reader removes it. (A flattened
+// subquery's GROUP BY sorter copies every column its aggregates read, whole:
+// one 300 MB source value cost 1.4 GB; unflattened, the sorter holds the
+// subquery's small computed columns.)
+const SQLiteNoFlatten = "/*kx:sqlite-no-flatten*/"
 
 // SpecWith is the scan of a catalog table's source under o: its Read
 // columns, the computed ones with their SQL.
@@ -198,9 +214,9 @@ func duplicateJoin(table, alias string) string {
 }
 
 // fanoutJoin aggregates subagent rows by key in one pass, in SQL that both
-// dialects accept (SQLite scans the table: see models.SQLiteNotIndexed; and
+// dialects accept (SQLite scans the table: see SQLiteNotIndexed; and
 // groups the subquery's computed columns, never source itself: see
-// models.SQLiteNoFlatten).
+// SQLiteNoFlatten).
 func fanoutJoin(key string) string {
 	// overlap = |live tool calls| + |backfill tool calls| - |all tool calls|:
 	// the tool calls that have both a live and a backfill row.
@@ -210,6 +226,6 @@ func fanoutJoin(key string) string {
 		FROM (SELECT ` + key + ` AS k, CASE WHEN tool_call_id <> '' THEN ` + boundedKey("tool_call_id") + ` END AS tc,
 			CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'live' THEN 1 ELSE 0 END AS live,
 			CASE WHEN NOT (` + keyFits("source") + `) THEN 0 WHEN source = 'backfill' THEN 1 ELSE 0 END AS backfill
-			FROM task_session_subagents ` + models.SQLiteNotIndexed + ` WHERE ` + keyFits(key) + ` ` + models.SQLiteNoFlatten + `) f
+			FROM task_session_subagents ` + SQLiteNotIndexed + ` WHERE ` + keyFits(key) + ` ` + SQLiteNoFlatten + `) f
 		GROUP BY k) a ON a.k = ` + boundedKey("t.id")
 }

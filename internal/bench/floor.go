@@ -14,6 +14,7 @@ import (
 	_ "modernc.org/sqlite" // read the store's columns and keys
 
 	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/evidence"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -178,7 +179,7 @@ func plannedSpecs(ctx context.Context, store string) ([]models.TableSpec, error)
 	}
 	var specs []models.TableSpec
 	for _, t := range models.Scanned() {
-		spec, _ := plan.ScanSpec(t, &extract.Fanout{})
+		spec, _ := plan.ScanSpec(t, &evidence.Fanout{})
 		specs = append(specs, spec)
 	}
 	return specs, nil
@@ -196,7 +197,7 @@ func withoutOctetLength(q string) string {
 }
 
 // specHealthSQL is the old floor's writer-health comparison
-// (extract.HealthAggregates over CTEs, lexical instants).
+// (evidence.HealthAggregates over CTEs, lexical instants).
 const specHealthSQL = `
 WITH msg AS (
 	SELECT m.task_session_id, m.task_id,
@@ -221,6 +222,6 @@ since AS (
 	SELECT s.task_session_id, s.tool_call_id, s.observed_at AS observed
 	FROM task_session_subagents s WHERE s.observed_at >= ?1
 )
-SELECT` + extract.HealthAggregates + `,
+SELECT` + evidence.HealthAggregates + `,
 	(SELECT COUNT(*) FROM task_session_messages m WHERE m.metadata IS NOT NULL AND m.metadata NOT IN ('', 'null')
 		AND NOT json_valid(m.metadata) AND m.created_at >= ?1)`

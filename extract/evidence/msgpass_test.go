@@ -1,4 +1,4 @@
-package extract
+package evidence_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract"
+	"github.com/kandev/kandev-extract/extract/evidence"
+	"github.com/kandev/kandev-extract/extract/internal/sqlitedrv"
 	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
@@ -18,12 +21,19 @@ import (
 	"github.com/kandev/kandev-extract/transform"
 )
 
+// The message pass's tests read borrowed values poisoned (see
+// sqlitedrv.PoisonBorrowed): a value the pass kept beyond its row would
+// read as 0xa5 bytes, and its comparisons with SQL
+// (TestMessagePassMatchesSQL and the others) would fail instead of passing
+// by luck.
+func init() { sqlitedrv.PoisonBorrowed = true }
+
 // compareMessagePass reads a store's message evidence and writer health
-// both ways — the SQL of ReadMessageEvidence and HealthCounts, and the
+// both ways — the SQL of evidence.ReadMessageEvidence and evidence.HealthCounts, and the
 // message pass — and requires the same results.
-func compareMessagePass(t *testing.T, path string) (MessageEvidence, *models.HealthCounts) {
+func compareMessagePass(t *testing.T, path string) (evidence.MessageEvidence, *models.HealthCounts) {
 	t.Helper()
-	src, err := OpenSQLite(context.Background(), path)
+	src, err := extract.OpenSQLite(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,20 +68,20 @@ func beginWithState(t *testing.T, src models.Source) (models.Snapshot, models.In
 	return snap, state, since, state.Shape != models.ShapeAbsent
 }
 
-func compareMessagePassOn(t *testing.T, src models.Source) (MessageEvidence, *models.HealthCounts) {
+func compareMessagePassOn(t *testing.T, src models.Source) (evidence.MessageEvidence, *models.HealthCounts) {
 	t.Helper()
 	ctx := context.Background()
 	snap, state, since, subagents := beginWithState(t, src)
 	defer snap.Close()
 	health, _ := transform.HealthPlan(state)
 
-	want, err := ReadMessageEvidence(ctx, snap, since, subagents)
+	want, err := evidence.ReadMessageEvidence(ctx, snap, since, subagents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wantCounts *models.HealthCounts
 	if health {
-		c, err := HealthCounts(ctx, snap, *since)
+		c, err := evidence.HealthCounts(ctx, snap, *since)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,20 +94,20 @@ func compareMessagePassOn(t *testing.T, src models.Source) (MessageEvidence, *mo
 	}
 	// As a run reads: the plan, then the pass with the fan-out it allows;
 	// the evidence and health must not depend on it.
-	plan, err := PlanScans(ctx, snap, subagents)
+	plan, err := extract.PlanScans(ctx, snap, subagents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, gotCounts, err := ReadMessagesAndFanout(ctx, snap, since, subagents, healthSince, plan)
+	got, gotCounts, err := evidence.ReadMessagesAndFanout(ctx, snap, since, subagents, healthSince, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, plainCounts, err := ReadMessages(ctx, snap, since, subagents, healthSince)
+	plain, plainCounts, err := evidence.ReadMessages(ctx, snap, since, subagents, healthSince)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plain.Fanout != nil {
-		t.Error("ReadMessages counted the fan-out")
+		t.Error("evidence.ReadMessages counted the fan-out")
 	}
 	if !reflect.DeepEqual(plain.Turns, got.Turns) || !reflect.DeepEqual(plain.Sessions, got.Sessions) || !reflect.DeepEqual(plain.Missing, got.Missing) ||
 		!reflect.DeepEqual(plainCounts, gotCounts) {
@@ -299,11 +309,11 @@ func BenchmarkMessagePass(b *testing.B) {
 	if path == "" {
 		b.Skip("set KANDEV_BENCH_STORE")
 	}
-	defer func(p bool) { borrowPoison = p }(borrowPoison)
-	borrowPoison = false // as a run reads
+	defer func(p bool) { sqlitedrv.PoisonBorrowed = p }(sqlitedrv.PoisonBorrowed)
+	sqlitedrv.PoisonBorrowed = false // as a run reads
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
-		src, err := OpenSQLite(ctx, path)
+		src, err := extract.OpenSQLite(ctx, path)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -315,7 +325,7 @@ func BenchmarkMessagePass(b *testing.B) {
 		schema, _ := snap.SubagentSchema(ctx)
 		state := transform.Installation(meta, transform.Shape(schema))
 		at := state.CaptureSince.At
-		ev, c, err := ReadMessages(ctx, snap, &at, true, &at)
+		ev, c, err := evidence.ReadMessages(ctx, snap, &at, true, &at)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -337,7 +347,7 @@ func TestMessagePassPostgres(t *testing.T) {
 	for _, f := range []string{"fresh-activated.pg.sql", "upgraded-backfill.pg.sql"} {
 		t.Run(f, func(t *testing.T) {
 			db := pgtest.NewDatabase(t, c, testkit.Fixture(t, f))
-			src, err := OpenPostgres(ctx, c.DSN(db), OpenOptions{})
+			src, err := extract.OpenPostgres(ctx, c.DSN(db), extract.OpenOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -386,7 +396,7 @@ func TestMessagePassPostgres(t *testing.T) {
 		if err := c.Exec(ctx, db, "SET session_replication_role = replica;\n"+strings.Join(stmts, ";\n")); err != nil {
 			t.Fatal(err)
 		}
-		src, err := OpenPostgres(ctx, c.DSN(db), OpenOptions{})
+		src, err := extract.OpenPostgres(ctx, c.DSN(db), extract.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +424,7 @@ func TestMessagePassFanoutGivenUp(t *testing.T) {
 		`UPDATE x SET id = id || '-only', tool_call_id = 'only-' || tool_call_id`,
 		`INSERT INTO task_session_subagents SELECT * FROM x`)
 	db := testkit.SourceDB(t, path)
-	src, err := OpenSQLite(context.Background(), path)
+	src, err := extract.OpenSQLite(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,11 +437,11 @@ func TestMessagePassFanoutGivenUp(t *testing.T) {
 	if health {
 		healthSince = since
 	}
-	plan, err := PlanScans(ctx, snap, subagents)
+	plan, err := extract.PlanScans(ctx, snap, subagents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, plainCounts, err := ReadMessages(ctx, snap, since, subagents, healthSince)
+	plain, plainCounts, err := evidence.ReadMessages(ctx, snap, since, subagents, healthSince)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,10 +451,10 @@ func TestMessagePassFanoutGivenUp(t *testing.T) {
 	}
 	for _, limit := range []uint64{1, uint64(rows) / 2, uint64(rows)} {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
-			old := fanoutRowLimit
-			fanoutRowLimit = limit
-			defer func() { fanoutRowLimit = old }()
-			got, gotCounts, err := ReadMessagesAndFanout(ctx, snap, since, subagents, healthSince, plan)
+			old := *evidence.FanoutRowLimit
+			*evidence.FanoutRowLimit = limit
+			defer func() { *evidence.FanoutRowLimit = old }()
+			got, gotCounts, err := evidence.ReadMessagesAndFanout(ctx, snap, since, subagents, healthSince, plan)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package extract
+package sqlitedrv
 
 import (
 	"bytes"
@@ -9,16 +9,15 @@ import (
 	"testing"
 )
 
-// The package's tests read borrowed values (liteConn.queryBorrowed)
-// poisoned: a value the message pass kept beyond its row would read as
-// 0xa5 bytes, and its comparisons with SQL (TestMessagePassMatchesSQL and
-// the others) would fail instead of passing by luck.
-func init() { borrowPoison = true }
+// The package's tests read borrowed values (Conn.QueryBorrowed) poisoned,
+// as the message pass's tests do (extract/evidence): a value kept beyond
+// its row reads as 0xa5 bytes.
+func init() { PoisonBorrowed = true }
 
 // A borrowed TEXT value reads right while its row is handed out (short,
 // long, empty, and next to a BLOB, which is copied), and, under
-// borrowPoison, as garbage once it is kept beyond its row — the guard the
-// tests above rely on.
+// PoisonBorrowed, as garbage once it is kept beyond its row — the guard the
+// message pass's tests rely on.
 func TestBorrowedValuesLastTheirRow(t *testing.T) {
 	c := openFixtureLite(t)
 	const rows = 3000
@@ -27,7 +26,7 @@ func TestBorrowedValuesLastTheirRow(t *testing.T) {
 	var kept []string
 	var blobs [][]byte
 	n := 0
-	err := c.queryBorrowed(context.Background(), q, nil, func(row []any) error {
+	err := c.QueryBorrowed(context.Background(), q, nil, func(row []any) error {
 		n++
 		want := fmt.Sprintf("%d-", n)
 		if n%97 == 0 {

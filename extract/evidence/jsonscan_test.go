@@ -1,4 +1,4 @@
-package extract
+package evidence
 
 import (
 	"database/sql"

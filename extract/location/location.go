@@ -1,10 +1,16 @@
-package extract
+// Package location reads the locations kandev-extract is given (--source,
+// source_env): it tells a PostgreSQL URL or keyword/value DSN from a SQLite
+// path or file: URL, parses a DSN as libpq does, and redacts: the printable
+// form of a location, and of the errors about it, never holds a password.
+// It opens nothing; extract opens the store a location names.
+package location
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +20,18 @@ import (
 
 	"github.com/kandev/kandev-extract/models"
 )
+
+// ErrUnsupportedSource is wrapped by the error for a source that is a URL
+// whose scheme kandev-extract does not read (mysql://, a mistyped
+// postgress://, ...), or a malformed postgres: or file: URL. It is a usage
+// error. The error names the scheme and never the rest of the text.
+var ErrUnsupportedSource = errors.New("unsupported source")
+
+// ErrBadDSN is wrapped by the error for a PostgreSQL URL or keyword/value
+// DSN that cannot be read unambiguously (bad quoting or percent-encoding,
+// a raw '@' in a URL's password, an upper-case keyword, a file it names
+// missing). It is a usage error; the error never quotes the DSN.
+var ErrBadDSN = errors.New("unreadable PostgreSQL DSN")
 
 // Classification and printable locations.
 //
@@ -451,4 +469,93 @@ func kvPairs(s string) ([]kvPair, error) {
 		out = append(out, kvPair{key: key, val: val.String()})
 	}
 	return out, nil
+}
+
+// Classify tells which kind of store a location names, without opening it:
+//
+//   - scheme://… is a URL: postgres:// and postgresql:// (any case) are
+//     PostgreSQL; file: (file:PATH, file:///PATH, file://localhost/PATH,
+//     no query) names a SQLite file; any other scheme is an error wrapping
+//     ErrUnsupportedSource that names only the scheme. So are postgres: or
+//     postgresql: without the two slashes.
+//   - text whose first token is word= (host=db dbname=kandev, or just
+//     user=r4 port=5432 with PGHOST set) is a libpq keyword/value DSN:
+//     PostgreSQL.
+//   - anything else is a SQLite file path (a path that begins with such a
+//     word=, or with scheme://, is written ./word=… or ./scheme://…).
+func Classify(location string) (models.Dialect, error) {
+	c, err := classify(location)
+	if err != nil {
+		return "", err
+	}
+	return c.dialect, nil
+}
+
+// CheckSource reports, without connecting or opening a store (pgx may
+// read ~/.pgpass and the certificate files a DSN names), whether a
+// location can be opened at all: an error wrapping
+// ErrUnsupportedSource (a URL scheme kandev-extract does not read) or
+// ErrBadDSN (a PostgreSQL DSN that cannot be parsed), or nil. Both are
+// usage errors; neither holds more of the location than
+// PrintableLocation.
+func CheckSource(location string) error {
+	c, err := classify(location)
+	if err != nil || c.dialect != models.DialectPostgres {
+		return err
+	}
+	_, _, err = parsePostgres(c.dsn, c.isURL)
+	return err
+}
+
+// Parsed is a location as Classify sorts it.
+type Parsed struct {
+	Dialect models.Dialect
+	// DSN is a PostgreSQL location, trimmed, its URL scheme in lower case
+	// (ParsePostgres reads it).
+	DSN string
+	// Path is a SQLite location's path: a file: URL's, else the location
+	// as given ("~/" is not expanded: ExpandHome).
+	Path string
+}
+
+// Parse classifies a location as Classify does, and returns what a store
+// is opened from.
+func Parse(location string) (Parsed, error) {
+	c, err := classify(location)
+	if err != nil {
+		return Parsed{}, err
+	}
+	return Parsed{Dialect: c.dialect, DSN: c.dsn, Path: c.path}, nil
+}
+
+// ParsePostgres parses a PostgreSQL location with pgx (libpq's syntax, the
+// environment included) and returns its config and printable form
+// (PrintableLocation's). Its error, for a location that is not PostgreSQL
+// or cannot be read unambiguously (ErrUnsupportedSource, ErrBadDSN), names
+// the location only as that form and never quotes it.
+func ParsePostgres(location string) (*pgx.ConnConfig, string, error) {
+	c, err := classify(location)
+	if err != nil {
+		return nil, "", err
+	}
+	if c.dialect != models.DialectPostgres {
+		return nil, "", &sourceError{shown: PrintableLocation(location), msg: "not a PostgreSQL URL or keyword/value DSN"}
+	}
+	return parsePostgres(c.dsn, c.isURL)
+}
+
+// IsPostgres reports whether a location names a PostgreSQL database.
+func IsPostgres(location string) bool {
+	d, err := Classify(location)
+	return err == nil && d == models.DialectPostgres
+}
+
+// ExpandHome expands a leading "~/" to the user's home directory.
+func ExpandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") || strings.HasPrefix(p, `~\`) {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
 }

@@ -1,12 +1,10 @@
-package extract
+package evidence
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"math"
 
-	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -38,7 +36,7 @@ import (
 //     the id cell itself, any other id within the key bound through one
 //     more column (fanoutKeyExpr).
 //
-// The plan (uniqueness.go) allows it only where Go's equality is the
+// The plan (extract.ScanPlan) allows it only where Go's equality is the
 // join's: SQLite key columns with TEXT affinity and BINARY collation,
 // PostgreSQL text or varchar under one deterministic collation. Otherwise,
 // and when the pass did not count (no task_session_messages table, or more
@@ -244,20 +242,20 @@ func (p *msgPass) finishFanout() *Fanout {
 	return &Fanout{turns: fanoutSide{groups: p.turns, counts: f.turnN}, sessions: fanoutSide{groups: p.sess, counts: f.sessN}}
 }
 
-// ---- the scans' side ---------------------------------------------------
+// The scans' side: a turns or sessions scan reads each row's key
+// (FanoutKeyExpr) and looks its counts up (Row); extract.ScanPlan.ScanSpec
+// renders the scan.
 
-// fanoutKeyColumn is the column a turns or sessions scan adds when its
-// fan-out comes from the pass (dropped before the row is handed on).
-const fanoutKeyColumn = "kx_fanout_key"
-
-// fanoutKeyExpr is that column: NULL when the id cell itself is the key (a
+// FanoutKeyExpr is the column a turns or sessions scan adds, in dialect d,
+// when its fan-out comes from the pass (Fanout.Row reads it; the scan drops
+// it before the row is handed on): NULL when the id cell itself is the key (a
 // TEXT id within the column's cap idCap, or an id with no key: NULL or
 // over the key bound), else the id as the join compares it, 't' and its
 // text or 'b' and the hex of its bytes. (A number, which a TEXT column
 // never holds, would be compared as its text: the join gives the id TEXT
 // affinity.)
-func (p *ScanPlan) fanoutKeyExpr(idCap int) string {
-	if p.dialect == models.DialectPostgres {
+func FanoutKeyExpr(d models.Dialect, idCap int) string {
+	if d == models.DialectPostgres {
 		return fmt.Sprintf(`CASE WHEN octet_length(t.id) > %d AND octet_length(t.id) <= %d THEN 't' || t.id END`, idCap, models.SQLitePrefixBytes)
 	}
 	return fmt.Sprintf(`CASE WHEN typeof(t.id) = 'text' THEN CASE WHEN octet_length(t.id) > %[1]d AND octet_length(t.id) <= %[2]d THEN 't' || t.id END `+
@@ -289,56 +287,17 @@ func fanoutKey(key, id any) (sqlValue, bool, error) {
 	return sqlValue{}, false, fmt.Errorf("fan-out key column: unexpected value %T", key)
 }
 
-// ScanSpec is the scan of a catalog table under the plan, with the fan-out
-// from fo when the plan allows it for the table (fo nil: the SQL join);
-// fill, when not nil, wraps the row function: it sets the five fan-out
-// cells from fo and drops the key column.
-func (p *ScanPlan) ScanSpec(t *models.Table, fo *Fanout) (models.TableSpec, func(fn func(row []any) error) func(row []any) error) {
-	if fo == nil || !p.PassFanout(t.Source) {
-		return p.Spec(t, false), nil
+// Row is the fan-out of a row of the scan of source (models.SourceTurns
+// or models.SourceSessions) that added FanoutKeyExpr's column: from its
+// key cell and its id cell.
+func (f *Fanout) Row(source string, key, id any) (FanoutCounts, error) {
+	side := &f.sessions
+	if source == models.SourceTurns {
+		side = &f.turns
 	}
-	spec := p.Spec(t, true)
-	idCol := spec.Column("id")
-	spec.Columns = append(spec.Columns, models.ColumnSpec{Name: fanoutKeyColumn, Kind: models.KindText,
-		Expr: p.fanoutKeyExpr(spec.Columns[idCol].MaxBytes)})
-	side := &fo.sessions
-	if t.Source == models.SourceTurns {
-		side = &fo.turns
+	v, ok, err := fanoutKey(key, id)
+	if err != nil || !ok {
+		return FanoutCounts{}, err
 	}
-	var cells [5]int
-	for i, name := range scans.FanoutColumns {
-		cells[i] = spec.Column(name)
-	}
-	keyCol := len(spec.Columns) - 1
-	return spec, func(fn func(row []any) error) func(row []any) error {
-		return func(row []any) error {
-			v, ok, err := fanoutKey(row[keyCol], row[idCol])
-			if err != nil {
-				return fmt.Errorf("%s: %w", t.Source, err)
-			}
-			var c FanoutCounts
-			if ok {
-				c = side.get(v)
-			}
-			row[cells[0]], row[cells[1]], row[cells[2]], row[cells[3]], row[cells[4]] = c.Observed, c.Live, c.Backfill, c.Distinct, c.Overlap
-			if keyCol == len(row)-1 {
-				return fn(row[:keyCol])
-			}
-			// A caller added columns after the key (tests): drop it in place.
-			copy(row[keyCol:], row[keyCol+1:])
-			return fn(row[:len(row)-1])
-		}
-	}
-}
-
-// Scan streams the scan of a catalog table under the plan to fn, a row in
-// the catalog's Read order, as models.Snapshot.Scan does; the turns' and
-// sessions' fan-out comes from fo when the plan allows it (fo nil: the SQL
-// join).
-func (p *ScanPlan) Scan(ctx context.Context, snap models.Snapshot, t *models.Table, fo *Fanout, fn func(row []any) error) error {
-	spec, fill := p.ScanSpec(t, fo)
-	if fill != nil {
-		fn = fill(fn)
-	}
-	return snap.Scan(ctx, spec, fn)
+	return side.get(v), nil
 }

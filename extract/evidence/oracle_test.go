@@ -1,4 +1,4 @@
-package extract
+package evidence
 
 // The SQL implementations of message evidence and writer health: the
 // test oracle the message pass (msgpass.go, msgpass_pg.go) is compared
@@ -7,6 +7,7 @@ package extract
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/internal/instant"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -24,37 +26,21 @@ import (
 // inside the snapshot, for activity at or after since — compared as exact
 // instants, never as strings (AC-24e).
 func HealthCounts(ctx context.Context, snap models.Snapshot, since time.Time) (models.HealthCounts, error) {
-	h, ok := snap.(healthCounter)
+	s, ok := snap.(Snapshot)
 	if !ok {
 		return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", snap)
 	}
-	if err := checkHealthSchema(ctx, snap, h.store()); err != nil {
+	if err := checkHealthSchema(ctx, s, s.Location()); err != nil {
 		return models.HealthCounts{}, err
 	}
-	return h.health(ctx, since)
-}
-
-// healthCounter is a snapshot that runs the writer-health comparison in
-// its dialect: each of extract's snapshots is one.
-type healthCounter interface {
-	health(ctx context.Context, since time.Time) (models.HealthCounts, error)
-	// store names the store in errors.
-	store() string
-}
-
-func (s *sqliteSnapshot) store() string { return s.src.Path }
-func (p *pgSnapshot) store() string     { return p.src.location }
-
-// A masked snapshot (a path shown in its printable form) runs the
-// comparison of the snapshot it wraps, its errors masked.
-func (p *maskedSnapshot) store() string { return p.mask.shown }
-func (p *maskedSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
-	h, ok := p.Snapshot.(healthCounter)
-	if !ok {
-		return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", p.Snapshot)
+	if s.Dialect() == models.DialectPostgres {
+		pg, ok := s.(PostgresSnapshot)
+		if !ok {
+			return models.HealthCounts{}, fmt.Errorf("health: unsupported snapshot %T", snap)
+		}
+		return pgHealthCounts(ctx, pg, since)
 	}
-	c, err := h.health(ctx, since)
-	return c, p.mask.err(err)
+	return sqliteHealthCounts(ctx, s, since)
 }
 
 func init() {
@@ -119,20 +105,23 @@ since AS MATERIALIZED (
 SELECT` + HealthAggregates + `,
 	(SELECT COUNT(*) FROM scan WHERE NOT ok)`
 
-func (s *sqliteSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
+func sqliteHealthCounts(ctx context.Context, s Snapshot, since time.Time) (models.HealthCounts, error) {
 	var (
 		c    models.HealthCounts
-		last *string
+		last any
 	)
-	err := s.tx.QueryRowContext(ctx, sqliteHealth, since.UTC().Format(instantLayout)).Scan(
-		&c.Shortfall, &c.Excess, &c.Expected, &c.Observed, &c.Collisions, &last, &c.MalformedMetadata)
+	err := s.Stream(ctx, sqliteHealth, []any{since.UTC().Format(instantLayout)}, false, func(row []any) error {
+		c.Shortfall, c.Excess, c.Expected, c.Observed, c.Collisions = num(row[0]), num(row[1]), num(row[2]), num(row[3]), num(row[4])
+		last, c.MalformedMetadata = row[5], num(row[6])
+		return nil
+	})
 	if err != nil {
-		return c, s.src.wrap("writer health over task_session_messages and task_session_subagents", err)
+		return c, s.Wrap("writer health over task_session_messages and task_session_subagents", "", err)
 	}
 	if last != nil {
-		t, err := time.Parse(time.RFC3339Nano, *last)
+		t, err := time.Parse(time.RFC3339Nano, str(last))
 		if err != nil {
-			return c, fmt.Errorf("store %s: writer health: %w", s.src.Path, err)
+			return c, fmt.Errorf("store %s: writer health: %w", s.Location(), err)
 		}
 		c.LastObserved = &t
 	}
@@ -173,43 +162,44 @@ since AS (
 SELECT` + HealthAggregates + `,
 	(SELECT COUNT(*) FROM msg WHERE oversize)`
 
-func (p *pgSnapshot) health(ctx context.Context, since time.Time) (models.HealthCounts, error) {
+func pgHealthCounts(ctx context.Context, p PostgresSnapshot, since time.Time) (models.HealthCounts, error) {
 	var c models.HealthCounts
 	bound := ceilMicro(since).Format("2006-01-02 15:04:05.999999")
 	run := func(exclude string, args ...any) error {
-		var last *time.Time
-		err := p.tx.QueryRow(ctx, fmt.Sprintf(pgHealth, exclude), args...).Scan(
-			&c.Shortfall, &c.Excess, &c.Expected, &c.Observed, &c.Collisions, &last, &c.MalformedMetadata)
-		if last != nil {
-			t := time.Date(last.Year(), last.Month(), last.Day(), last.Hour(), last.Minute(), last.Second(), last.Nanosecond(), time.UTC)
-			c.LastObserved = &t
-		}
-		return err
+		return p.Stream(ctx, fmt.Sprintf(pgHealth, exclude), args, false, func(row []any) error {
+			c.Shortfall, c.Excess, c.Expected, c.Observed, c.Collisions = num(row[0]), num(row[1]), num(row[2]), num(row[3]), num(row[4])
+			c.MalformedMetadata = num(row[6])
+			if last, ok := row[5].(time.Time); ok {
+				t := time.Date(last.Year(), last.Month(), last.Day(), last.Hour(), last.Minute(), last.Second(), last.Nanosecond(), time.UTC)
+				c.LastObserved = &t
+			}
+			return nil
+		})
 	}
 	// A message whose metadata is not JSON would abort ::jsonb for the whole
 	// statement. Try the set-wise query under a savepoint; only when it
 	// fails on invalid JSON, find those rows and exclude them by id.
-	if _, err := p.tx.Exec(ctx, `SAVEPOINT kx_health`); err != nil {
-		return c, p.src.wrap("writer health", "task_session_messages", err)
+	if err := p.Exec(ctx, `SAVEPOINT kx_health`); err != nil {
+		return c, p.Wrap("writer health", "task_session_messages", err)
 	}
 	err := run("", bound)
 	if err == nil {
-		_, err = p.tx.Exec(ctx, `RELEASE SAVEPOINT kx_health`)
-		return c, p.src.wrapIf("writer health", "task_session_messages", err)
+		err = p.Exec(ctx, `RELEASE SAVEPOINT kx_health`)
+		return c, wrapIf(p, "writer health", "task_session_messages", err)
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
-		return c, p.src.wrap("writer health", "task_session_messages", err)
+		return c, p.Wrap("writer health", "task_session_messages", err)
 	}
-	if _, err := p.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT kx_health`); err != nil {
-		return c, p.src.wrap("writer health", "task_session_messages", err)
+	if err := p.Exec(ctx, `ROLLBACK TO SAVEPOINT kx_health`); err != nil {
+		return c, p.Wrap("writer health", "task_session_messages", err)
 	}
-	bad, err := p.malformedMessages(ctx, bound)
+	bad, err := malformedMessages(ctx, p, bound)
 	if err != nil {
 		return c, err
 	}
 	if err := run("AND NOT (m.id = ANY($2))", bound, bad); err != nil {
-		return c, p.src.wrap("writer health", "task_session_messages", err)
+		return c, p.Wrap("writer health", "task_session_messages", err)
 	}
 	c.MalformedMetadata += int64(len(bad))
 	return c, nil
@@ -221,6 +211,10 @@ func (p *pgSnapshot) health(ctx context.Context, since time.Time) (models.Health
 // evidence).
 func ReadMessageEvidence(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool) (MessageEvidence, error) {
 	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
+	s, isSnap := snap.(Snapshot)
+	if !isSnap {
+		return ev, fmt.Errorf("message evidence: unsupported snapshot %T", snap)
+	}
 	ok, err := snap.TableExists(ctx, "task_session_messages")
 	if err != nil || !ok {
 		return ev, err
@@ -229,7 +223,7 @@ func ReadMessageEvidence(ctx context.Context, snap models.Snapshot, since *time.
 	if err != nil {
 		return ev, err
 	}
-	if err := requireColumns(sourceOf(snap), "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
+	if err := sqlkit.RequireColumns(s.Location(), "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
 		return ev, err
 	}
 	add := func(kind, key, session, tcid string, n int64) {
@@ -256,13 +250,10 @@ func ReadMessageEvidence(ctx context.Context, snap models.Snapshot, since *time.
 			ev.MessagesRead = n
 		}
 	}
-	switch s := snap.(type) {
-	case *sqliteSnapshot:
-		err = s.messageEvidence(ctx, since, subagents, add)
-	case *pgSnapshot:
-		err = s.messageEvidence(ctx, since, subagents, &ev.Malformed, add)
-	default:
-		return ev, fmt.Errorf("message evidence: unsupported snapshot %T", snap)
+	if pg, ok := s.(PostgresSnapshot); ok && s.Dialect() == models.DialectPostgres {
+		err = pgMessageEvidence(ctx, pg, since, subagents, &ev.Malformed, add)
+	} else {
+		err = sqliteMessageEvidence(ctx, s, since, subagents, add)
 	}
 	if err != nil {
 		return ev, err
@@ -318,7 +309,7 @@ missing AS (
 		AND NOT EXISTS (SELECT 1 FROM %s)
 )` + evidenceSelect
 
-func (s *sqliteSnapshot) messageEvidence(ctx context.Context, since *time.Time, subagents bool, add func(kind, key, session, tcid string, n int64)) error {
+func sqliteMessageEvidence(ctx context.Context, s Snapshot, since *time.Time, subagents bool, add func(kind, key, session, tcid string, n int64)) error {
 	rows := `SELECT NULL AS turn_id, NULL AS task_session_id, NULL AS tool_call_id WHERE 0`
 	found := `(SELECT 1) s WHERE 0`
 	if subagents {
@@ -334,10 +325,14 @@ func (s *sqliteSnapshot) messageEvidence(ctx context.Context, since *time.Time, 
 		bound = since.UTC().Format(instantLayout)
 	}
 	q := fmt.Sprintf(sqliteEvidence, rows, found)
-	return s.stream(ctx, "message evidence over task_session_messages", q, []any{bound}, func(row []any) error {
+	err := s.Stream(ctx, q, []any{bound}, false, func(row []any) error {
 		add(str(row[0]), str(row[1]), str(row[2]), str(row[3]), num(row[4]))
 		return nil
 	})
+	if err != nil {
+		return s.Wrap("read message evidence over task_session_messages", "", err)
+	}
+	return nil
 }
 
 // pgEvidence: jsonb only after a text pre-filter; %s excludes messages
@@ -359,7 +354,7 @@ missing AS (
 		AND NOT EXISTS (SELECT 1 FROM %s)
 )` + evidenceSelect
 
-func (p *pgSnapshot) messageEvidence(ctx context.Context, since *time.Time, subagents bool, malformed *int64, add func(kind, key, session, tcid string, n int64)) error {
+func pgMessageEvidence(ctx context.Context, p PostgresSnapshot, since *time.Time, subagents bool, malformed *int64, add func(kind, key, session, tcid string, n int64)) error {
 	rows := `SELECT NULL::text AS turn_id, NULL::text AS task_session_id, NULL::text AS tool_call_id WHERE false`
 	found := `(SELECT 1) s WHERE false`
 	if subagents {
@@ -373,44 +368,73 @@ func (p *pgSnapshot) messageEvidence(ctx context.Context, since *time.Time, suba
 	}
 	run := func(exclude string, args ...any) error {
 		q := fmt.Sprintf(pgEvidence, exclude, rows, found)
-		r, err := p.tx.Query(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		for r.Next() {
-			var kind string
-			var key, session, tcid *string
-			var n int64
-			if err := r.Scan(&kind, &key, &session, &tcid, &n); err != nil {
-				return err
-			}
-			add(kind, deref(key), deref(session), deref(tcid), n)
-		}
-		return r.Err()
+		return p.Stream(ctx, q, args, false, func(row []any) error {
+			add(str(row[0]), str(row[1]), str(row[2]), str(row[3]), num(row[4]))
+			return nil
+		})
 	}
-	if _, err := p.tx.Exec(ctx, `SAVEPOINT kx_evidence`); err != nil {
-		return p.src.wrap("message evidence", "task_session_messages", err)
+	if err := p.Exec(ctx, `SAVEPOINT kx_evidence`); err != nil {
+		return p.Wrap("message evidence", "task_session_messages", err)
 	}
 	err := run("", bound)
 	if err == nil {
-		_, err = p.tx.Exec(ctx, `RELEASE SAVEPOINT kx_evidence`)
-		return p.src.wrapIf("message evidence", "task_session_messages", err)
+		err = p.Exec(ctx, `RELEASE SAVEPOINT kx_evidence`)
+		return wrapIf(p, "message evidence", "task_session_messages", err)
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
-		return p.src.wrap("message evidence", "task_session_messages", err)
+		return p.Wrap("message evidence", "task_session_messages", err)
 	}
-	if _, err := p.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT kx_evidence`); err != nil {
-		return p.src.wrap("message evidence", "task_session_messages", err)
+	if err := p.Exec(ctx, `ROLLBACK TO SAVEPOINT kx_evidence`); err != nil {
+		return p.Wrap("message evidence", "task_session_messages", err)
 	}
-	bad, err := p.malformedMessages(ctx, "-infinity")
+	bad, err := malformedMessages(ctx, p, "-infinity")
 	if err != nil {
 		return err
 	}
 	*malformed = int64(len(bad))
 	if err := run("AND NOT (m.id = ANY($2))", bound, bad); err != nil {
-		return p.src.wrap("message evidence", "task_session_messages", err)
+		return p.Wrap("message evidence", "task_session_messages", err)
 	}
 	return nil
+}
+
+// malformedMessages lists messages since bound whose metadata is not JSON.
+func malformedMessages(ctx context.Context, p Snapshot, bound string) ([]string, error) {
+	// An oversized value is not read (it is counted apart, and never cast).
+	var bad []string
+	err := p.Stream(ctx, `SELECT id, metadata FROM task_session_messages
+		WHERE created_at >= $1::timestamp AND metadata IS NOT NULL AND octet_length(metadata) <= `+maxMessageMetadata+`
+			AND metadata NOT IN ('', 'null')`, []any{bound}, false, func(row []any) error {
+		if !json.Valid([]byte(str(row[1]))) {
+			bad = append(bad, str(row[0]))
+		}
+		return nil
+	})
+	return bad, wrapIf(p, "writer health", "task_session_messages", err)
+}
+
+// wrapIf is s.Wrap of an error, nil for none.
+func wrapIf(s Snapshot, op, table string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.Wrap(op, table, err)
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+func num(v any) int64 {
+	if n, ok := v.(int64); ok {
+		return n
+	}
+	return 0
 }

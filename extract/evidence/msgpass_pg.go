@@ -1,4 +1,4 @@
-package extract
+package evidence
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -89,9 +90,9 @@ func (p *msgPass) pgSubagent(row []any) {
 	}
 	// The fan-out reads an id over the key bound as NULL; writer health
 	// and the evidence compare it whole.
-	over := asInt64(row[6])
+	over := sqlkit.AsInt64(row[6])
 	if over == 0 {
-		p.addSubagentIn(turn, sess, tc, since, obs, p.fanRow(turn, sess, tc, asInt64(row[5])))
+		p.addSubagentIn(turn, sess, tc, since, obs, p.fanRow(turn, sess, tc, sqlkit.AsInt64(row[5])))
 		return
 	}
 	p.addSubagent(turn, sess, tc, since, obs)
@@ -100,38 +101,17 @@ func (p *msgPass) pgSubagent(row []any) {
 			*v = sqlValue{tag: tagNull}
 		}
 	}
-	p.fanRow(turn, sess, tc, asInt64(row[5]))
+	p.fanRow(turn, sess, tc, sqlkit.AsInt64(row[5]))
 }
 
-func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagents, health, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
-	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
-	if health {
-		if err := checkHealthSchema(ctx, s, s.src.location); err != nil {
-			return ev, nil, err
-		}
-	}
-	ok, err := s.TableExists(ctx, "task_session_messages")
-	if err != nil || !ok {
-		if err == nil && health {
-			err = &models.MissingTableError{Source: s.src.location, Table: "task_session_messages"}
-		}
-		return ev, nil, err
-	}
-	cols, err := s.Columns(ctx, "task_session_messages")
-	if err != nil {
-		return ev, nil, err
-	}
-	if err := requireColumns(s.src.location, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
-		return ev, nil, err
-	}
+// readMessagesPG is the pass on PostgreSQL, once readMessages has checked
+// the schema and counted the messages.
+func readMessagesPG(ctx context.Context, s PostgresSnapshot, ev MessageEvidence, since *time.Time, subagents, health, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
 	var bound any
 	if since != nil {
 		bound = ceilMicro(*since).Format("2006-01-02 15:04:05.999999")
 	}
-	if err := s.tx.QueryRow(ctx, `SELECT count(*) FROM task_session_messages`).Scan(&ev.MessagesRead); err != nil {
-		return ev, nil, s.src.wrap("message pass over", "task_session_messages", err)
-	}
-	wrap := func(err error) error { return s.src.wrap("message pass over", "task_session_messages", err) }
+	wrap := func(err error) error { return s.Wrap("message pass over", "task_session_messages", err) }
 	// Metadata that is not JSON aborts the cast for the whole statement:
 	// try under a savepoint; only when it fails on invalid JSON, find those
 	// messages and read again without them.
@@ -154,24 +134,24 @@ func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagen
 		if attempt > 0 {
 			exclude, args = "AND NOT (m.id = ANY($2))", append(args, bad)
 		}
-		if _, err := s.tx.Exec(ctx, `SAVEPOINT kx_pass`); err != nil {
+		if err := s.Exec(ctx, `SAVEPOINT kx_pass`); err != nil {
 			return ev, nil, wrap(err)
 		}
-		if err := s.forRows(ctx, fmt.Sprintf(pgPassMessages, exclude), args, p.pgMessage); err != nil {
+		if err := forRows(ctx, s, fmt.Sprintf(pgPassMessages, exclude), args, p.pgMessage); err != nil {
 			var pgErr *pgconn.PgError
 			if attempt > 0 || !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
 				return ev, nil, wrap(err)
 			}
-			if _, err := s.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT kx_pass`); err != nil {
+			if err := s.Exec(ctx, `ROLLBACK TO SAVEPOINT kx_pass`); err != nil {
 				return ev, nil, wrap(err)
 			}
-			if bad, badRecent, err = s.malformedSince(ctx, bound); err != nil {
+			if bad, badRecent, err = malformedSince(ctx, s, bound); err != nil {
 				return ev, nil, err
 			}
 			ev.Malformed = int64(len(bad))
 			continue
 		}
-		if _, err := s.tx.Exec(ctx, `RELEASE SAVEPOINT kx_pass`); err != nil {
+		if err := s.Exec(ctx, `RELEASE SAVEPOINT kx_pass`); err != nil {
 			return ev, nil, wrap(err)
 		}
 		p.malformed += badRecent
@@ -181,8 +161,8 @@ func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagen
 			if p.fan != nil {
 				q = pgPassSubagentsFanout
 			}
-			if err := s.forRows(ctx, q, []any{bound}, p.pgSubagent); err != nil {
-				return ev, nil, s.src.wrap("message pass over", "task_session_subagents", err)
+			if err := forRows(ctx, s, q, []any{bound}, p.pgSubagent); err != nil {
+				return ev, nil, s.Wrap("message pass over", "task_session_subagents", err)
 			}
 		}
 		counts := p.finish(&ev)
@@ -198,58 +178,47 @@ func (s *pgSnapshot) readMessages(ctx context.Context, since *time.Time, subagen
 	}
 }
 
-// forRows streams a query's rows to fn.
-func (s *pgSnapshot) forRows(ctx context.Context, q string, args []any, fn func(row []any)) error {
-	rows, err := s.tx.Query(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	dec := newPGRowDecoder(rows)
-	for rows.Next() {
-		vals, err := dec.decode(rows.RawValues())
-		if err != nil {
-			return err
-		}
-		fn(vals)
-	}
-	return rows.Err()
+// forRows streams a query's rows to fn (Snapshot.Stream); its error is
+// the driver's.
+func forRows(ctx context.Context, s Snapshot, q string, args []any, fn func(row []any)) error {
+	return s.Stream(ctx, q, args, false, func(row []any) error {
+		fn(row)
+		return nil
+	})
 }
 
 // malformedSince lists the messages whose metadata is not JSON (as the
 // health check always found them: Go's json.Valid on values within the
 // read bound) and counts those at or after bound.
-func (s *pgSnapshot) malformedSince(ctx context.Context, bound any) ([]string, int64, error) {
-	rows, err := s.tx.Query(ctx, `SELECT id, metadata, created_at >= $1::timestamp FROM task_session_messages
-		WHERE metadata IS NOT NULL AND octet_length(metadata) <= `+maxMessageMetadata+` AND metadata NOT IN ('', 'null')`, bound)
-	if err != nil {
-		return nil, 0, s.src.wrap("message pass over", "task_session_messages", err)
-	}
+func malformedSince(ctx context.Context, s Snapshot, bound any) ([]string, int64, error) {
 	var (
 		bad    []string
 		recent int64
-		id     string
-		meta   string
-		isNew  *bool
 	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &meta, &isNew}, func() error {
+	err := s.Stream(ctx, `SELECT id, metadata, created_at >= $1::timestamp FROM task_session_messages
+		WHERE metadata IS NOT NULL AND octet_length(metadata) <= `+maxMessageMetadata+` AND metadata NOT IN ('', 'null')`, []any{bound}, false, func(row []any) error {
+		id, okID := row[0].(string)
+		meta, okMeta := row[1].(string)
+		if !okID || !okMeta {
+			return fmt.Errorf("a message's id or metadata is %T, %T: not text", row[0], row[1])
+		}
 		if !json.Valid([]byte(meta)) {
 			bad = append(bad, id)
-			if isNew != nil && *isNew {
+			if isNew, _ := row[2].(bool); isNew {
 				recent++
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, 0, s.src.wrap("message pass over", "task_session_messages", err)
+		return nil, 0, s.Wrap("message pass over", "task_session_messages", err)
 	}
 	return bad, recent, nil
 }
 
 // pgReadMissing reads the shortfall's rows back from the sessions
 // concerned (see readMissing).
-func (p *msgPass) pgReadMissing(ctx context.Context, s *pgSnapshot, ev *MessageEvidence, bound any, bad []string) error {
+func (p *msgPass) pgReadMissing(ctx context.Context, s Snapshot, ev *MessageEvidence, bound any, bad []string) error {
 	sessions := make([]string, 0, len(p.missingGroups))
 	for _, g := range p.missingGroups {
 		sessions = append(sessions, p.sess.value(g).s)
@@ -260,7 +229,7 @@ func (p *msgPass) pgReadMissing(ctx context.Context, s *pgSnapshot, ev *MessageE
 	}
 	seen := map[[3]string]bool{}
 	var rows []models.MissingRow
-	err := s.forRows(ctx, fmt.Sprintf(pgPassMessages, exclude), args, func(row []any) {
+	err := forRows(ctx, s, fmt.Sprintf(pgPassMessages, exclude), args, func(row []any) {
 		recent, _ := row[3].(bool)
 		kind, _ := row[4].(bool)
 		typ, _ := row[6].(string)
@@ -269,7 +238,7 @@ func (p *msgPass) pgReadMissing(ctx context.Context, s *pgSnapshot, ev *MessageE
 			return
 		}
 		if p.subagents {
-			if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), cmpKey); found {
+			if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), hashkey.Compare); found {
 				return
 			}
 		}
@@ -280,7 +249,7 @@ func (p *msgPass) pgReadMissing(ctx context.Context, s *pgSnapshot, ev *MessageE
 		}
 	})
 	if err != nil {
-		return s.src.wrap("message pass over", "task_session_messages", err)
+		return s.Wrap("message pass over", "task_session_messages", err)
 	}
 	ev.Missing = append(ev.Missing, rows...)
 	shortfallCounts(ev)

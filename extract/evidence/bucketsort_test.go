@@ -1,9 +1,11 @@
-package extract
+package evidence
 
 import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
 )
 
 // bucketSort orders as slices.SortFunc does — the same list for a total
@@ -12,11 +14,11 @@ import (
 // empty ones, a bucket for the values with no group, tiny lists.
 func TestBucketSortMatchesSortFunc(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	keyBucket := func(k key128) uint32 { return uint32(k[0] >> 48) }
+	keyBucket := func(k hashkey.Key) uint32 { return uint32(k[0] >> 48) }
 	for _, n := range []int{0, 1, 2, 3, 25, 1000, 70000, 300000} {
-		keys := make([]key128, n)
+		keys := make([]hashkey.Key, n)
 		for i := range keys {
-			keys[i] = key128{r.Uint64(), r.Uint64()}
+			keys[i] = hashkey.Key{r.Uint64(), r.Uint64()}
 			if i%7 == 3 && i > 0 {
 				keys[i] = keys[i-1] // duplicates, which Compact removes after
 			}
@@ -25,8 +27,8 @@ func TestBucketSortMatchesSortFunc(t *testing.T) {
 			}
 		}
 		want := slices.Clone(keys)
-		slices.SortFunc(want, cmpKey)
-		bucketSort(keys, 1<<16, keyBucket, cmpKey)
+		slices.SortFunc(want, hashkey.Compare)
+		bucketSort(keys, 1<<16, keyBucket, hashkey.Compare)
 		if !slices.Equal(keys, want) {
 			t.Fatalf("%d hash keys: not sorted as SortFunc sorts them", n)
 		}

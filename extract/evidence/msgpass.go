@@ -1,4 +1,4 @@
-package extract
+package evidence
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/extract/scans"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -127,7 +129,8 @@ var overlongBytes = string([]byte{0x6b, 0x78, 0x2d, 0x6f, 0x76, 0x65, 0x72, 0x6c
 // whether task_session_subagents exists. healthSince, when set, must be
 // since: writer health is measured from capture_since. This pass is the
 // only production implementation of both; the SQL the tests compare it
-// with is in oracle_test.go.
+// with is in oracle_test.go. snap is one of extract's snapshots (a
+// Snapshot).
 func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time) (MessageEvidence, *models.HealthCounts, error) {
 	return readMessages(ctx, snap, since, subagents, healthSince, false)
 }
@@ -140,67 +143,81 @@ func ReadMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 // 0) or no task_session_messages table (no pass), health runs its own
 // queries, or the counts would not fit 32 bits; the scans then count in
 // SQL.
-func ReadMessagesAndFanout(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time, plan *ScanPlan) (MessageEvidence, *models.HealthCounts, error) {
-	fanout := subagents && (plan.PassFanout(models.SourceTurns) || plan.PassFanout(models.SourceSessions))
+func ReadMessagesAndFanout(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time, plan FanoutPlan) (MessageEvidence, *models.HealthCounts, error) {
+	fanout := subagents && plan != nil && (plan.PassFanout(models.SourceTurns) || plan.PassFanout(models.SourceSessions))
 	return readMessages(ctx, snap, since, subagents, healthSince, fanout)
+}
+
+// FanoutPlan says for which scans the pass counts the fan-out:
+// extract.ScanPlan.
+type FanoutPlan interface {
+	// PassFanout reports whether the scan of source (models.SourceTurns,
+	// models.SourceSessions) takes its fan-out from the pass.
+	PassFanout(source string) bool
 }
 
 func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, subagents bool, healthSince *time.Time, fanout bool) (MessageEvidence, *models.HealthCounts, error) {
 	health := healthSince != nil
-	inner, mask := snap, func(err error) error { return err }
-	if m, ok := snap.(*maskedSnapshot); ok {
-		inner, mask = m.Snapshot, m.mask.err
-	}
 	if health && (since == nil || !since.Equal(*healthSince) || !subagents) {
 		// Writer health runs only where capture_since is an instant and the
 		// table exists (transform.HealthPlan), and is measured from it.
 		return MessageEvidence{}, nil, errors.New("message pass: writer health is measured from capture_since, with a subagent table")
 	}
-	if pg, ok := inner.(*pgSnapshot); ok {
-		ev, c, err := pg.readMessages(ctx, since, subagents, health, fanout)
-		return ev, c, mask(err)
-	}
-	s, ok := inner.(*sqliteSnapshot)
+	s, ok := snap.(Snapshot)
 	if !ok {
+		return MessageEvidence{}, nil, fmt.Errorf("message pass: unsupported snapshot %T", snap)
+	}
+	pg, isPG := s.(PostgresSnapshot)
+	if s.Dialect() == models.DialectPostgres && !isPG {
 		return MessageEvidence{}, nil, fmt.Errorf("message pass: unsupported snapshot %T", snap)
 	}
 	ev := MessageEvidence{Turns: map[string]models.MessageCounts{}, Sessions: map[string]models.MessageCounts{}}
 	if health {
-		if err := checkHealthSchema(ctx, s, s.src.Path); err != nil {
-			return ev, nil, mask(err)
+		if err := checkHealthSchema(ctx, s, s.Location()); err != nil {
+			return ev, nil, err
 		}
 	}
 	okTable, err := s.TableExists(ctx, "task_session_messages")
 	if err != nil || !okTable {
 		if err == nil && health {
-			err = &models.MissingTableError{Source: s.src.Path, Table: "task_session_messages"}
+			err = &models.MissingTableError{Source: s.Location(), Table: "task_session_messages"}
 		}
-		return ev, nil, mask(err)
+		return ev, nil, err
 	}
 	cols, err := s.Columns(ctx, "task_session_messages")
 	if err != nil {
-		return ev, nil, mask(err)
+		return ev, nil, err
 	}
-	if err := requireColumns(s.src.Path, "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
-		return ev, nil, mask(err)
+	if err := sqlkit.RequireColumns(s.Location(), "task_session_messages", cols, "id", "task_session_id", "task_id", "turn_id", "metadata", "created_at"); err != nil {
+		return ev, nil, err
+	}
+	err = s.Stream(ctx, `SELECT count(*) FROM task_session_messages`, nil, false, func(row []any) error {
+		ev.MessagesRead, _ = row[0].(int64)
+		return nil
+	})
+	if s.Dialect() == models.DialectPostgres {
+		if err != nil {
+			return ev, nil, s.Wrap("message pass over", "task_session_messages", err)
+		}
+		return readMessagesPG(ctx, pg, ev, since, subagents, health, fanout)
+	}
+	if err != nil {
+		return ev, nil, s.Wrap("count task_session_messages", "", err)
 	}
 	p := newMsgPass(since, subagents, health, fanout)
 	defer p.release()
-	if err := s.tx.QueryRowContext(ctx, `SELECT count(*) FROM task_session_messages`).Scan(&ev.MessagesRead); err != nil {
-		return ev, nil, mask(s.src.wrap("count task_session_messages", err))
-	}
 	// Borrowed: raw keeps no value of a row beyond it (the ids it keeps
 	// are copied into the group tables, the rest is hashed or parsed).
-	if err := s.rawStreamBorrowed(ctx, "message pass over task_session_messages", msgPassRaw, p.raw); err != nil {
-		return ev, nil, mask(err)
+	if err := readSQLite(ctx, s, "message pass over task_session_messages", msgPassRaw, true, p.raw); err != nil {
+		return ev, nil, err
 	}
 	if p.odd {
 		// Some metadata is not TEXT: SQLite's JSON functions decide for
 		// those messages (a second, filtered pass: such values are not
 		// Kandev's).
 		q := strings.Replace(msgPassMessages, "/*sessions*/", `AND typeof(m.metadata) NOT IN ('text', 'null')`, 1)
-		if err := s.rawStreamBorrowed(ctx, "message pass over task_session_messages", q, p.message, p.recentBound()); err != nil {
-			return ev, nil, mask(err)
+		if err := readSQLite(ctx, s, "message pass over task_session_messages", q, true, p.message, p.recentBound()); err != nil {
+			return ev, nil, err
 		}
 	}
 	p.sealMessages()
@@ -211,8 +228,8 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 		}
 		// Borrowed too: subagent keeps copies of the ids (the group
 		// tables), hashes and a parsed instant.
-		if err := s.rawStreamBorrowed(ctx, "message pass over task_session_subagents", q, p.subagent); err != nil {
-			return ev, nil, mask(err)
+		if err := readSQLite(ctx, s, "message pass over task_session_subagents", q, true, p.subagent); err != nil {
+			return ev, nil, err
 		}
 	}
 	counts := p.finish(&ev)
@@ -220,7 +237,7 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 		// The shortfall's tool call ids were not kept: read them back from
 		// the sessions' messages (a shortfall is rare and small).
 		if err := p.readMissing(ctx, s, &ev); err != nil {
-			return ev, nil, mask(err)
+			return ev, nil, err
 		}
 	}
 	if !health {
@@ -229,55 +246,11 @@ func readMessages(ctx context.Context, snap models.Snapshot, since *time.Time, s
 	return ev, &counts, nil
 }
 
-// rawStream runs q and hands each row to fn with the driver's types kept
-// (stream turns BLOBs into strings; SQL compares a BLOB and a TEXT as
-// different values, and so does the message pass).
-func (s *sqliteSnapshot) rawStream(ctx context.Context, what, q string, fn func(row []any) error, args ...any) error {
-	return s.rowStream(ctx, what, q, false, fn, args)
-}
-
-// rawStreamBorrowed is rawStream whose TEXT values are valid only until fn
-// returns (liteConn.queryBorrowed): fn copies what it keeps.
-func (s *sqliteSnapshot) rawStreamBorrowed(ctx context.Context, what, q string, fn func(row []any) error, args ...any) error {
-	return s.rowStream(ctx, what, q, true, fn, args)
-}
-
-func (s *sqliteSnapshot) rowStream(ctx context.Context, what, q string, borrow bool, fn func(row []any) error, args []any) error {
-	if s.lite != nil && !strings.Contains(q, driverFunction) {
-		var fnErr error
-		err := s.lite.run(ctx, q, args, borrow, func(row []any) error {
-			fnErr = fn(row)
-			return fnErr
-		})
-		if err != nil && err == fnErr {
-			return err
-		}
-		if err != nil {
-			return s.src.wrap("read "+what, err)
-		}
-		return nil
-	}
-	rows, err := s.tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return s.src.wrap("read "+what, err)
-	}
-	defer rows.Close()
-	n := len(mustColumns(rows))
-	vals := make([]any, n)
-	ptrs := make([]any, n)
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return s.src.wrap("read "+what, err)
-		}
-		if err := fn(vals); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return s.src.wrap("read "+what, err)
+// readSQLite streams q's rows to fn (Snapshot.Stream), its error wrapped
+// as reading what (the pass's row functions return none).
+func readSQLite(ctx context.Context, s Snapshot, what, q string, borrow bool, fn func(row []any) error, args ...any) error {
+	if err := s.Stream(ctx, q, args, borrow, fn); err != nil {
+		return s.Wrap("read "+what, "", err)
 	}
 	return nil
 }
@@ -285,7 +258,7 @@ func (s *sqliteSnapshot) rowStream(ctx context.Context, what, q string, borrow b
 // readMissing reads the shortfall's rows back: the subagent-task messages
 // of the sessions concerned, at or after capture_since, whose key has no
 // row observed at or after it (the same test as the pass), distinct.
-func (p *msgPass) readMissing(ctx context.Context, s *sqliteSnapshot, ev *MessageEvidence) error {
+func (p *msgPass) readMissing(ctx context.Context, s Snapshot, ev *MessageEvidence) error {
 	type out struct {
 		turn, sess sqlValue
 		tc         string
@@ -303,9 +276,9 @@ func (p *msgPass) readMissing(ctx context.Context, s *sqliteSnapshot, ev *Messag
 				args[i] = v.s
 			}
 		}
-		q := strings.Replace(msgPassMessages, "/*sessions*/", `AND m.task_session_id IN (`+placeholders(len(args), "?")+`)`, 1)
+		q := strings.Replace(msgPassMessages, "/*sessions*/", `AND m.task_session_id IN (`+sqlkit.Placeholders(len(args), "?")+`)`, 1)
 		args = append([]any{p.recentBound()}, args...)
-		err := s.rawStream(ctx, "shortfall over task_session_messages", q, func(row []any) error {
+		err := readSQLite(ctx, s, "shortfall over task_session_messages", q, false, func(row []any) error {
 			if ok, _ := row[5].(int64); ok == 0 {
 				return nil
 			}
@@ -321,7 +294,7 @@ func (p *msgPass) readMissing(ctx context.Context, s *sqliteSnapshot, ev *Messag
 				return nil
 			}
 			if p.subagents {
-				if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), cmpKey); found {
+				if _, found := slices.BinarySearchFunc(p.sinceKeys.All(), p.pairKey(sess, tc), hashkey.Compare); found {
 					return nil
 				}
 			}

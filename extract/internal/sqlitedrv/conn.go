@@ -1,4 +1,12 @@
-package extract
+// Package sqlitedrv is kandev-extract's private SQLite driver: a read-only
+// connection of modernc.org/sqlite's SQLite used directly, through its
+// transpiled C API (modernc.org/libc), not through database/sql (Conn), and
+// the sqlite3* handle of a modernc.org/sqlite database/sql connection, read
+// by reflection, for the snapshot calls the driver does not expose
+// (DriverSnapshot, OpenDriverSnapshot). It is the only package that imports
+// modernc.org/libc or touches the driver's internals: its tests fail the
+// day they change (TestLibcIsTheOneSQLiteRequires, TestDriverHandle).
+package sqlitedrv
 
 import (
 	"bytes"
@@ -15,7 +23,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// liteConn is a read-only connection of modernc.org/sqlite's SQLite used
+// Conn is a read-only connection of modernc.org/sqlite's SQLite used
 // directly, not through database/sql. Why: the driver opens every
 // connection SQLITE_OPEN_FULLMUTEX, so each of the several API calls per
 // column of every row takes and releases the connection's mutex (15–20 %
@@ -28,16 +36,16 @@ import (
 // Measured by removal (docs/benchmarks.md): a run reading through
 // database/sql instead takes 37 % longer on large and 53 % on grown (CPU
 // +10 s on large). It relies on modernc's transpiled API, which
-// TestLibcIsTheOneSQLiteRequires and the lookups tests pin.
+// TestLibcIsTheOneSQLiteRequires and this package's other tests pin.
 //
 // Values come back as the driver returned them: INTEGER int64, REAL
 // float64, TEXT string, BLOB []byte, NULL nil — never time.Time (the
 // driver turns TIMESTAMP-declared columns into times; nothing here does).
-type liteConn struct {
+type Conn struct {
 	tls  *libc.TLS
 	db   uintptr
 	text textArena // the TEXT values read (one goroutine reads at a time)
-	// The copies of borrowed values of the current row, under borrowPoison.
+	// The copies of borrowed values of the current row, under PoisonBorrowed.
 	poisoned [][]byte
 
 	// mu orders an interrupt from a cancelled context against Close: the
@@ -46,24 +54,17 @@ type liteConn struct {
 	closed bool
 }
 
-// liteError is an SQLite error: the result code and SQLite's message, in
+// Error is an SQLite error: the result code and SQLite's message, in
 // the form the driver prints ("errstr: errmsg (code)").
-type liteError struct {
+type Error struct {
 	msg  string
 	code int
 }
 
-func (e *liteError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.msg }
 
 // Code is the (extended) result code.
-func (e *liteError) Code() int { return e.code }
-
-// sqliteCoded is an error carrying an SQLite result code: the driver's
-// *sqlite.Error and liteError.
-type sqliteCoded interface {
-	error
-	Code() int
-}
+func (e *Error) Code() int { return e.code }
 
 // liteURI is the URI filename of a read-only open of path.
 func liteURI(path string, immutable bool) string {
@@ -74,9 +75,9 @@ func liteURI(path string, immutable bool) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q
 }
 
-// openLite opens path read-only (mode=ro, and query_only on top), with
+// Open opens path read-only (mode=ro, and query_only on top), with
 // busy as its busy timeout.
-func openLite(path string, immutable bool, busy time.Duration) (*liteConn, error) {
+func Open(path string, immutable bool, busy time.Duration) (*Conn, error) {
 	tls := libc.NewTLS()
 	zName, err := libc.CString(liteURI(path, immutable))
 	if err != nil {
@@ -89,7 +90,7 @@ func openLite(path string, immutable bool, busy time.Duration) (*liteConn, error
 	rc := sqlite3.Xsqlite3_open_v2(tls, zName, out, sqlite3.SQLITE_OPEN_READONLY|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
 	db := *(*uintptr)(cPointer(out))
 	tls.Free(8)
-	c := &liteConn{tls: tls, db: db}
+	c := &Conn{tls: tls, db: db}
 	if rc != sqlite3.SQLITE_OK {
 		err := c.err(rc)
 		if db != 0 {
@@ -108,7 +109,7 @@ func openLite(path string, immutable bool, busy time.Duration) (*liteConn, error
 		c.Close()
 		return nil, err
 	}
-	if err := c.exec(context.Background(), "PRAGMA query_only = 1"); err != nil {
+	if err := c.Exec(context.Background(), "PRAGMA query_only = 1"); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func openLite(path string, immutable bool, busy time.Duration) (*liteConn, error
 
 // Close closes the connection (finalizing nothing: every statement is
 // finalized when its query ends).
-func (c *liteConn) Close() error {
+func (c *Conn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -133,19 +134,19 @@ func (c *liteConn) Close() error {
 }
 
 // err is the error of result code rc, as the driver words it.
-func (c *liteConn) err(rc int32) error {
+func (c *Conn) err(rc int32) error {
 	str := libc.GoString(sqlite3.Xsqlite3_errstr(c.tls, rc))
 	busy := ""
 	if rc&0xff == sqlite3.SQLITE_BUSY {
 		busy = " (SQLITE_BUSY)"
 	}
 	if c.db == 0 {
-		return &liteError{msg: fmt.Sprintf("%s (%v)%s", str, rc, busy), code: int(rc)}
+		return &Error{msg: fmt.Sprintf("%s (%v)%s", str, rc, busy), code: int(rc)}
 	}
 	if msg := libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db)); msg != str {
-		return &liteError{msg: fmt.Sprintf("%s: %s (%v)%s", str, msg, rc, busy), code: int(rc)}
+		return &Error{msg: fmt.Sprintf("%s: %s (%v)%s", str, msg, rc, busy), code: int(rc)}
 	}
-	return &liteError{msg: fmt.Sprintf("%s (%v)%s", str, rc, busy), code: int(rc)}
+	return &Error{msg: fmt.Sprintf("%s (%v)%s", str, rc, busy), code: int(rc)}
 }
 
 // interruptOn interrupts the running statement when ctx is done; the
@@ -154,7 +155,7 @@ func (c *liteConn) err(rc int32) error {
 // clears it when a statement starts while none is running, so one
 // interrupt that lands between prepare and the first step is lost (seen:
 // TestLiteConnCancel ran on for minutes on a busy machine).
-func (c *liteConn) interruptOn(ctx context.Context) func() {
+func (c *Conn) interruptOn(ctx context.Context) func() {
 	if ctx.Done() == nil {
 		return func() {}
 	}
@@ -188,8 +189,8 @@ func (c *liteConn) interruptOn(ctx context.Context) func() {
 	}
 }
 
-// exec runs one or more statements that return no rows.
-func (c *liteConn) exec(ctx context.Context, q string) error {
+// Exec runs one or more statements that return no rows.
+func (c *Conn) Exec(ctx context.Context, q string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -210,30 +211,31 @@ func (c *liteConn) exec(ctx context.Context, q string) error {
 	return nil
 }
 
-// query runs q with args (nil, string, []byte, int, int64, float64,
+// Query runs q with args (nil, string, []byte, int, int64, float64,
 // bool) and calls fn with each row; the slice is reused between rows, its
 // values are not. A statement must be one statement.
-func (c *liteConn) query(ctx context.Context, q string, args []any, fn func(row []any) error) error {
+func (c *Conn) Query(ctx context.Context, q string, args []any, fn func(row []any) error) error {
 	return c.run(ctx, q, args, false, fn)
 }
 
-// queryBorrowed is query without copying TEXT values: each points into
+// QueryBorrowed is Query without copying TEXT values: each points into
 // SQLite's own memory and is valid only until fn returns, so fn must copy
 // whatever it keeps of them. For a read that keeps little of what it
 // reads (the message pass hashes ids, copies the few it keeps, and reads
 // the metadata once): copying every message's metadata into the arena was
-// a tenth of the pass's CPU. BLOB values are copied as by query.
-func (c *liteConn) queryBorrowed(ctx context.Context, q string, args []any, fn func(row []any) error) error {
+// a tenth of the pass's CPU. BLOB values are copied as by Query.
+func (c *Conn) QueryBorrowed(ctx context.Context, q string, args []any, fn func(row []any) error) error {
 	return c.run(ctx, q, args, true, fn)
 }
 
-// borrowPoison makes queryBorrowed hand out copies that are overwritten
+// PoisonBorrowed makes QueryBorrowed hand out copies that are overwritten
 // once fn returns, so that a borrowed value kept beyond its row reads as
-// garbage, deterministically: the package's tests set it, and the
-// message pass's comparisons with SQL then fail on any such value.
-var borrowPoison = false
+// garbage, deterministically: the tests of this package and of the
+// message pass (extract/evidence) set it, and the pass's comparisons with
+// SQL then fail on any such value.
+var PoisonBorrowed = false
 
-func (c *liteConn) run(ctx context.Context, q string, args []any, borrow bool, fn func(row []any) error) (err error) {
+func (c *Conn) run(ctx context.Context, q string, args []any, borrow bool, fn func(row []any) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -309,95 +311,15 @@ func (c *liteConn) run(ctx context.Context, q string, args []any, borrow bool, f
 	}
 }
 
-// textArena holds the TEXT values copied out of SQLite: many values to
-// one allocation instead of one each (the allocations and the collector's
-// work for them were a tenth of a 1M-row run's CPU). A chunk is never
-// written again once handed out, and is freed by the collector when no
-// value in it is referenced any more: so whatever keeps a value beyond
-// its row (a map keeping an id) keeps a copy (strings.Clone), not the
-// chunk with other rows' values in it.
-type textArena struct {
-	chunks chunkedStrings
-	hdrs   []string // the headers of the values handed out as any (box)
-}
-
-// chunkedStrings copies strings into shared chunks of arenaChunk bytes:
-// one allocation per chunk instead of one per string, and no rounding up
-// to an allocation size class (a 36-byte id takes 36 bytes, not 48). A
-// value over arenaMaxValue gets an allocation of its own.
-type chunkedStrings struct{ buf []byte }
-
-const (
-	arenaChunk    = 64 << 10
-	arenaMaxValue = 4 << 10 // larger values get an allocation of their own
-)
-
-func appendChunked[T ~string | ~[]byte](c *chunkedStrings, src T) string {
-	n := len(src)
-	if n > arenaMaxValue {
-		b := make([]byte, n)
-		copy(b, src)
-		return unsafe.String(unsafe.SliceData(b), n)
-	}
-	if n == 0 {
-		return ""
-	}
-	if cap(c.buf)-len(c.buf) < n {
-		c.buf = make([]byte, 0, arenaChunk)
-	}
-	off := len(c.buf)
-	c.buf = append(c.buf, src...)
-	return unsafe.String(&c.buf[off], n)
-}
-
-func (a *textArena) copy(p uintptr, n int) string {
-	return appendChunked(&a.chunks, unsafe.Slice((*byte)(cPointer(p)), n))
-}
-
-// box returns s as an interface value without the allocation any(s)
-// makes for the string header (a sixth of the reading's CPU with the
-// collector's share): the header is kept in a slab of headers, which the
-// interface points into as any(s) points to its own copy.
-// TestLiteConnValuesOutliveRows reads values back through it.
-func (a *textArena) box(s string) any {
-	if len(a.hdrs) == cap(a.hdrs) {
-		a.hdrs = make([]string, 0, arenaHeaders)
-	}
-	a.hdrs = append(a.hdrs, s)
-	return boxAt(&a.hdrs[len(a.hdrs)-1])
-}
-
-// boxAt is the interface value holding the string at h, pointing to h as
-// any(s) points to its own copy of the header. The layout used is the
-// runtime's for every interface (a type word and a data word).
-func boxAt(h *string) any {
-	v := emptyInterface{typ: stringType, data: unsafe.Pointer(h)}
-	return *(*any)(unsafe.Pointer(&v))
-}
-
-const arenaHeaders = 1024
-
-// emptyInterface is the layout of an interface value (any).
-type emptyInterface struct {
-	typ  unsafe.Pointer
-	data unsafe.Pointer
-}
-
-// stringType is the type word of an interface holding a string.
-var stringType = func() unsafe.Pointer {
-	var v any = "type word"
-	return (*emptyInterface)(unsafe.Pointer(&v)).typ
-}()
-
 // readRow copies the current row's values out of SQLite: TEXT into the
 // arena (see textArena), each BLOB into its own allocation. A TEXT value
 // equal to the last one its column read (prev) is that value again, not a
 // copy: a table's rows repeat their session, task, status and model from
 // one row to the next, and a copy is an allocation for the collector. With
-// borrowed set the TEXT is borrowed instead (queryBorrowed): not copied at
+// borrowed set the TEXT is borrowed instead (QueryBorrowed): not copied at
 // all, its header in borrowed, which the next row overwrites (a borrowed
 // value is dead by then).
-func (c *liteConn) readRow(stmt uintptr, row, prev []any, borrowed []string) {
+func (c *Conn) readRow(stmt uintptr, row, prev []any, borrowed []string) {
 	for i := range row {
 		// The column's value once, then its parts: each sqlite3_column_*
 		// call checks the statement and the connection again (about 2 % of
@@ -445,10 +367,10 @@ func (c *liteConn) readRow(stmt uintptr, row, prev []any, borrowed []string) {
 }
 
 // borrowed is the n bytes of SQLite's memory at p as a string, without a
-// copy (a copy to be poisoned after the row, under borrowPoison).
-func (c *liteConn) borrowed(p uintptr, n int) string {
+// copy (a copy to be poisoned after the row, under PoisonBorrowed).
+func (c *Conn) borrowed(p uintptr, n int) string {
 	b := unsafe.Slice((*byte)(cPointer(p)), n)
-	if borrowPoison {
+	if PoisonBorrowed {
 		b = bytes.Clone(b)
 		c.poisoned = append(c.poisoned, b)
 	}
@@ -457,7 +379,7 @@ func (c *liteConn) borrowed(p uintptr, n int) string {
 
 // bind binds a to parameter i; the returned C memory (text and blobs) is
 // the caller's to free once the statement is finalized.
-func (c *liteConn) bind(stmt uintptr, i int32, a any) (uintptr, error) {
+func (c *Conn) bind(stmt uintptr, i int32, a any) (uintptr, error) {
 	var rc int32
 	switch v := a.(type) {
 	case nil:
@@ -508,11 +430,11 @@ func (c *liteConn) bind(stmt uintptr, i int32, a any) (uintptr, error) {
 	return 0, nil
 }
 
-// queryRow runs q and stores the first row's values into dest (*int,
-// *int64, *string, *any); a query with no row is errNoRows.
-func (c *liteConn) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
+// QueryRow runs q and stores the first row's values into dest (*int,
+// *int64, *string, *any); a query with no row is ErrNoRows.
+func (c *Conn) QueryRow(ctx context.Context, q string, args []any, dest ...any) error {
 	found := false
-	err := c.query(ctx, q, args, func(row []any) error {
+	err := c.Query(ctx, q, args, func(row []any) error {
 		if found {
 			return nil
 		}
@@ -528,12 +450,12 @@ func (c *liteConn) queryRow(ctx context.Context, q string, args []any, dest ...a
 		return nil
 	})
 	if err == nil && !found {
-		return errNoRows
+		return ErrNoRows
 	}
 	return err
 }
 
-var errNoRows = errors.New("sqlite: no rows in result set")
+var ErrNoRows = errors.New("sqlite: no rows in result set")
 
 func assignLite(dest, v any) error {
 	switch d := dest.(type) {
@@ -566,135 +488,21 @@ func assignLite(dest, v any) error {
 	return nil
 }
 
-// attachLite gives s a liteConn on s's own snapshot for its bulk reads
-// (rawStream), pinned as a fork is (fork.go): in WAL mode through
-// sqlite3_snapshot_get/open/cmp; in rollback-journal mode by s's SHARED
-// lock, which no writer can commit past; opened immutable, nothing can
-// change. When that cannot be done, s reads through database/sql as before
-// (the reason is kept for the run's log).
-func (s *sqliteSnapshot) attachLite(ctx context.Context) {
-	c, err := s.pinLite(ctx)
-	if err != nil {
-		s.liteWhy = err.Error()
-		return
-	}
-	s.lite = c
-}
-
-func (s *sqliteSnapshot) pinLite(ctx context.Context) (*liteConn, error) {
-	wal, err := s.walMode(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var pinned uintptr
-	if wal {
-		err := s.conn.Raw(func(dc any) error {
-			var err error
-			pinned, err = snapshotGet(dc)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("WAL snapshot not available: %w", err)
-		}
-		tls := libc.NewTLS()
-		defer func() {
-			sqlite3.Xsqlite3_snapshot_free(tls, pinned)
-			tls.Close()
-		}()
-	}
-	c, err := openLite(s.src.Path, s.src.immutable, forkBusyTimeout)
-	if err != nil {
-		return nil, err
-	}
-	fail := func(what string, err error) (*liteConn, error) {
-		c.Close()
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if err := c.exec(ctx, "BEGIN"); err != nil {
-		return fail("begin", err)
-	}
-	// The first read takes the SHARED lock (rollback mode) or opens the
-	// WAL (WAL mode: sqlite3_snapshot_open needs it open).
-	var n int64
-	if err := c.queryRow(ctx, "SELECT count(*) FROM sqlite_master", nil, &n); err != nil {
-		return fail("first read", err)
-	}
-	if wal {
-		if err := c.openSnapshot(pinned); err != nil {
-			return fail("open the snapshot", err)
-		}
-		same, err := c.onSnapshot(pinned)
-		if err != nil {
-			return fail("compare snapshots", err)
-		}
-		if !same {
-			return fail("pin", errors.New("not on the same snapshot"))
-		}
-	}
-	return c, nil
-}
-
-// openSnapshot moves c's read transaction to snap.
-func (c *liteConn) openSnapshot(snap uintptr) error {
-	_, rc := withMain(c.tls, func(zMain, _ uintptr) int32 { return sqlite3.Xsqlite3_snapshot_open(c.tls, c.db, zMain, snap) })
+// OpenSnapshot moves c's read transaction to snap.
+func (c *Conn) OpenSnapshot(snap Snapshot) error {
+	_, rc := withMain(c.tls, func(zMain, _ uintptr) int32 { return sqlite3.Xsqlite3_snapshot_open(c.tls, c.db, zMain, snap.p) })
 	if rc != sqlite3.SQLITE_OK {
 		return fmt.Errorf("sqlite3_snapshot_open: result code %d", rc)
 	}
 	return nil
 }
 
-// onSnapshot says whether c's read transaction is on snap.
-func (c *liteConn) onSnapshot(snap uintptr) (bool, error) {
+// OnSnapshot says whether c's read transaction is on snap.
+func (c *Conn) OnSnapshot(snap Snapshot) (bool, error) {
 	mine, rc := withMain(c.tls, func(zMain, out uintptr) int32 { return sqlite3.Xsqlite3_snapshot_get(c.tls, c.db, zMain, out) })
 	if rc != sqlite3.SQLITE_OK || mine == 0 {
 		return false, fmt.Errorf("sqlite3_snapshot_get: result code %d", rc)
 	}
 	defer sqlite3.Xsqlite3_snapshot_free(c.tls, mine)
-	return sqlite3.Xsqlite3_snapshot_cmp(c.tls, snap, mine) == 0 && sqlite3.Xsqlite3_snapshot_cmp(c.tls, mine, snap) == 0, nil
-}
-
-// walMode says whether s reads a WAL-mode store (not opened immutable).
-func (s *sqliteSnapshot) walMode(ctx context.Context) (bool, error) {
-	var mode string
-	if err := s.tx.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return false, s.src.wrap("journal mode", err)
-	}
-	return mode == "wal" && !s.src.immutable, nil
-}
-
-// idStore holds strings, by index, where the collector does not look: the
-// bytes in chunks of arenaChunk (a value over arenaMaxValue in one of its
-// own) and each string as its chunk, offset and length. A []string of the
-// message pass's ~500,000 turn and session ids was that many pointers for
-// every collection to follow; here the collector sees one per chunk.
-type idStore struct {
-	chunks [][]byte
-	refs   []idRef
-}
-
-type idRef struct{ chunk, off, n uint32 }
-
-func (s *idStore) len() int { return len(s.refs) }
-
-// add stores a copy of v and returns the copy.
-func (s *idStore) add(v string) string {
-	n := len(v)
-	last := len(s.chunks) - 1
-	if n > arenaMaxValue || last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < n {
-		s.chunks = append(s.chunks, make([]byte, 0, max(n, arenaChunk)))
-		last++
-	}
-	off := len(s.chunks[last])
-	s.chunks[last] = append(s.chunks[last], v...)
-	s.refs = append(s.refs, idRef{chunk: uint32(last), off: uint32(off), n: uint32(n)})
-	return s.at(uint32(len(s.refs) - 1))
-}
-
-// at is string i; it shares the store's bytes, which never move.
-func (s *idStore) at(i uint32) string {
-	r := s.refs[i]
-	if r.n == 0 {
-		return ""
-	}
-	return unsafe.String(&s.chunks[r.chunk][r.off], int(r.n))
+	return sqlite3.Xsqlite3_snapshot_cmp(c.tls, snap.p, mine) == 0 && sqlite3.Xsqlite3_snapshot_cmp(c.tls, mine, snap.p) == 0, nil
 }

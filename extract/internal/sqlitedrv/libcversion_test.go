@@ -1,4 +1,4 @@
-package extract
+package sqlitedrv
 
 import (
 	"os/exec"
@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// fork.go and sqlitelite.go call modernc.org/libc
-// directly, on handles modernc.org/sqlite made: the two must be the
+// This package calls modernc.org/libc directly, on handles
+// modernc.org/sqlite made (Conn opens its own; DriverSnapshot reads the
+// driver's): the two must be the
 // versions that were built together. go.mod requires libc directly; this
 // test fails when the libc the build selects is not the one the selected
 // modernc.org/sqlite requires (say, a go get -u of one of them alone).

@@ -1,10 +1,10 @@
-package extract
+package evidence
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/internal/sqlkit"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -32,7 +32,7 @@ func checkHealthSchema(ctx context.Context, snap models.Snapshot, source string)
 		if err != nil {
 			return err
 		}
-		if err := requireColumns(source, h.table, cols, h.cols...); err != nil {
+		if err := sqlkit.RequireColumns(source, h.table, cols, h.cols...); err != nil {
 			return err
 		}
 	}
@@ -47,12 +47,6 @@ const maxMessageMetadata = "1048576"
 
 // instantLayout is a fixed-width UTC form: lexical order is time order.
 const instantLayout = "2006-01-02T15:04:05.000000000Z"
-
-// driverFunction names the Go function the test oracle registers with the
-// driver (oracle_test.go): a query calling it runs on the snapshot's
-// database/sql connection, never on its liteConn (sqlitelite.go), which
-// knows no Go functions. No production query calls it.
-const driverFunction = "kx_instant("
 
 // HealthAggregates is the spec's comparison (AC-28, AC-29) over the CTEs
 // expected, accounted and since, written once for both dialects: shortfall
@@ -69,29 +63,6 @@ const HealthAggregates = `
 	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM since) AS observed),
 	(SELECT COUNT(*) - COUNT(DISTINCT task_session_id || ':' || tool_call_id) FROM since),
 	(SELECT MAX(observed) FROM since)`
-
-// malformedMessages lists messages since bound whose metadata is not JSON.
-func (p *pgSnapshot) malformedMessages(ctx context.Context, bound string) ([]string, error) {
-	// An oversized value is not read (it is counted apart, and never cast).
-	rows, err := p.tx.Query(ctx, `SELECT id, metadata FROM task_session_messages
-		WHERE created_at >= $1::timestamp AND metadata IS NOT NULL AND octet_length(metadata) <= `+maxMessageMetadata+`
-			AND metadata NOT IN ('', 'null')`, bound)
-	if err != nil {
-		return nil, p.src.wrap("writer health", "task_session_messages", err)
-	}
-	defer rows.Close()
-	var bad []string
-	for rows.Next() {
-		var id, meta string
-		if err := rows.Scan(&id, &meta); err != nil {
-			return nil, p.src.wrap("writer health", "task_session_messages", err)
-		}
-		if !json.Valid([]byte(meta)) {
-			bad = append(bad, id)
-		}
-	}
-	return bad, p.src.wrapIf("writer health", "task_session_messages", rows.Err())
-}
 
 func ceilMicro(t time.Time) time.Time {
 	t = t.UTC()

@@ -1,4 +1,4 @@
-package extract
+package evidence
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
+
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
 )
 
 // The message pass's keys: SQL values hashed with their storage class,
@@ -15,8 +18,8 @@ import (
 
 // Typed hashing of SQL values: the storage class is part of the key, as in
 // SQL's DISTINCT, EXCEPT and UNION (an INTEGER and a REAL of equal value
-// are the same value; a TEXT and a BLOB of the same bytes are not).
-var passSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+// are the same value; a TEXT and a BLOB of the same bytes are not). Keys
+// are hashkey.Keys, under hashkey.Seeds.
 
 const (
 	tagNull = iota + 1
@@ -93,34 +96,18 @@ func putUint64(b []byte, v uint64) {
 	}
 }
 
-type key128 [2]uint64
-
 // keyBucket is a key's bucket for bucketSort: its top 16 bits, uniform
 // (the keys are hashes under a seed of the process's own).
-func keyBucket(k key128) uint32 { return uint32(k[0] >> 48) }
+func keyBucket(k hashkey.Key) uint32 { return uint32(k[0] >> 48) }
 
 const keyBuckets = 1 << 16
 
 // memberGroup is a member's bucket for bucketSort: its group.
 func memberGroup(m member) uint32 { return m.group }
 
-func cmpKey(a, b key128) int {
-	switch {
-	case a[0] < b[0]:
-		return -1
-	case a[0] > b[0]:
-		return 1
-	case a[1] < b[1]:
-		return -1
-	case a[1] > b[1]:
-		return 1
-	}
-	return 0
-}
-
 // hashPair is the 128-bit key of a pair of values.
-func (p *msgPass) hashPair(a, b sqlValue) key128 {
-	var k key128
+func (p *msgPass) hashPair(a, b sqlValue) hashkey.Key {
+	var k hashkey.Key
 	for i := range k {
 		h := &p.h[i]
 		h.Reset()
@@ -135,7 +122,7 @@ func (p *msgPass) hashPair(a, b sqlValue) key128 {
 // lowest bit saying whether the pair is plain — two TEXT values without a
 // ':' — so that the distinct concatenations of collisions can be counted
 // from the distinct keys (see finish).
-func (p *msgPass) pairKey(a, b sqlValue) key128 {
+func (p *msgPass) pairKey(a, b sqlValue) hashkey.Key {
 	k := p.hashPair(a, b)
 	k[1] &^= 1
 	if plainPair(a, b) {
@@ -150,8 +137,8 @@ func plainPair(a, b sqlValue) bool {
 
 // hashConcat is the 128-bit key of a || ':' || b (both not NULL): the
 // text of the concatenation, whatever the storage classes.
-func (p *msgPass) hashConcat(a, b sqlValue) key128 {
-	var k key128
+func (p *msgPass) hashConcat(a, b sqlValue) hashkey.Key {
+	var k hashkey.Key
 	for i := range k {
 		h := &p.h[i]
 		h.Reset()
@@ -236,7 +223,7 @@ type sqlKey struct {
 }
 
 func newGroupTable() groupTable {
-	return groupTable{slots: make([]uint32, 1024), seed: passSeeds[0], other: map[sqlKey]uint32{}, odd: map[uint32]sqlValue{}}
+	return groupTable{slots: make([]uint32, 1024), seed: hashkey.Seeds[0], other: map[sqlKey]uint32{}, odd: map[uint32]sqlValue{}}
 }
 
 func (t *groupTable) id(v sqlValue) uint32 {
@@ -315,3 +302,47 @@ func (t *groupTable) value(i uint32) sqlValue {
 	}
 	return sqlValue{tag: tagText, s: t.values.at(i)}
 }
+
+// idStore holds strings, by index, where the collector does not look: the
+// bytes in chunks of idChunk (a value over idMaxValue in one of its
+// own) and each string as its chunk, offset and length. A []string of the
+// message pass's ~500,000 turn and session ids was that many pointers for
+// every collection to follow; here the collector sees one per chunk.
+type idStore struct {
+	chunks [][]byte
+	refs   []idRef
+}
+
+type idRef struct{ chunk, off, n uint32 }
+
+func (s *idStore) len() int { return len(s.refs) }
+
+// add stores a copy of v and returns the copy.
+func (s *idStore) add(v string) string {
+	n := len(v)
+	last := len(s.chunks) - 1
+	if n > idMaxValue || last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < n {
+		s.chunks = append(s.chunks, make([]byte, 0, max(n, idChunk)))
+		last++
+	}
+	off := len(s.chunks[last])
+	s.chunks[last] = append(s.chunks[last], v...)
+	s.refs = append(s.refs, idRef{chunk: uint32(last), off: uint32(off), n: uint32(n)})
+	return s.at(uint32(len(s.refs) - 1))
+}
+
+// at is string i; it shares the store's bytes, which never move.
+func (s *idStore) at(i uint32) string {
+	r := s.refs[i]
+	if r.n == 0 {
+		return ""
+	}
+	return unsafe.String(&s.chunks[r.chunk][r.off], int(r.n))
+}
+
+// An idStore's chunks: idChunk bytes, a value over idMaxValue in one of its
+// own (the sizes of the reader's chunks of TEXT values, sqlitedrv's).
+const (
+	idChunk    = 64 << 10
+	idMaxValue = 4 << 10
+)

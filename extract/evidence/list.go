@@ -1,4 +1,4 @@
-package extract
+package evidence
 
 // list is an append-only list of the message pass's values: a Go slice
 // with the few operations the pass uses. (The values were once kept in

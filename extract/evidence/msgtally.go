@@ -1,4 +1,4 @@
-package extract
+package evidence
 
 import (
 	"hash/maphash"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kandev/kandev-extract/extract/internal/hashkey"
 	"github.com/kandev/kandev-extract/internal/instant"
 	"github.com/kandev/kandev-extract/models"
 )
@@ -17,7 +18,7 @@ import (
 // healthRow is a subagent-task message at or after capture_since: its
 // (session, tool call) key, for writer health and the shortfall.
 type healthRow struct {
-	key   key128
+	key   hashkey.Key
 	sess  uint32 // in the session table (evidence rows only)
 	flags uint8
 }
@@ -39,7 +40,7 @@ type msgPass struct {
 	malformed      int64
 	// From the subagent rows.
 	sinceRows     int64
-	sinceKeys     list[key128]
+	sinceKeys     list[hashkey.Key]
 	special       []special
 	lastObserved  time.Time
 	turnOnly      []member // tool calls of rows of a message turn that no message of the turn names
@@ -60,7 +61,7 @@ type msgPass struct {
 // neither part holds a ':', the key of the plain pair that concatenates
 // alike.
 type special struct {
-	concat, asText key128
+	concat, asText hashkey.Key
 	hasText        bool
 }
 
@@ -76,8 +77,8 @@ func newMsgPass(since *time.Time, subagents, health, fanout bool) *msgPass {
 	if fanout && subagents {
 		p.fan = &fanAcc{}
 	}
-	p.h[0].SetSeed(passSeeds[0])
-	p.h[1].SetSeed(passSeeds[1])
+	p.h[0].SetSeed(hashkey.Seeds[0])
+	p.h[1].SetSeed(hashkey.Seeds[1])
 	if since != nil {
 		p.sinceAt = since.UTC()
 		p.since = since.UTC().Format(instantLayout)
@@ -172,7 +173,7 @@ func (p *msgPass) raw(row []any) error {
 	}
 	p.row = append(p.row[:0], row[0], row[1], row[2], over, row[3], ok, tc)
 	err := p.message(p.row)
-	clear(p.row) // its values may be borrowed (rawStreamBorrowed)
+	clear(p.row) // its values may be borrowed (Snapshot.Stream)
 	return err
 }
 
@@ -337,11 +338,11 @@ func (p *msgPass) evidenceOnly(ti, ts uint32, h uint64) {
 func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 	var c models.HealthCounts
 	c.MalformedMetadata = p.malformed
-	bucketSort(p.sinceKeys.All(), keyBuckets, keyBucket, cmpKey)
+	bucketSort(p.sinceKeys.All(), keyBuckets, keyBucket, hashkey.Compare)
 	p.sinceKeys.Truncate(len(slices.Compact(p.sinceKeys.All())))
 	sinceKeys, recent := p.sinceKeys.All(), p.recent.All()
-	inSince := func(k key128) bool {
-		_, ok := slices.BinarySearchFunc(sinceKeys, k, cmpKey)
+	inSince := func(k hashkey.Key) bool {
+		_, ok := slices.BinarySearchFunc(sinceKeys, k, hashkey.Compare)
 		return ok
 	}
 	if p.health {
@@ -354,14 +355,14 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 		for _, k := range sinceKeys {
 			concat += int64(k[1] & 1)
 		}
-		var odd []key128
+		var odd []hashkey.Key
 		for _, r := range p.special {
 			if r.hasText && inSince(r.asText) {
 				continue
 			}
 			odd = append(odd, r.concat)
 		}
-		slices.SortFunc(odd, cmpKey)
+		slices.SortFunc(odd, hashkey.Compare)
 		concat += int64(len(slices.Compact(odd)))
 		c.Collisions = p.sinceRows - concat
 		p.special = nil
@@ -375,14 +376,14 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 		// The messages' keys: accounted (any), expected (flagged); both
 		// lists sorted, then merged.
 		bucketSort(recent, keyBuckets, func(r healthRow) uint32 { return keyBucket(r.key) },
-			func(a, b healthRow) int { return cmpKey(a.key, b.key) })
+			func(a, b healthRow) int { return hashkey.Compare(a.key, b.key) })
 		j := 0 // in sinceKeys
 		for i := 0; i < len(recent); {
 			k, expected := recent[i].key, false
 			for ; i < len(recent) && recent[i].key == k; i++ {
 				expected = expected || recent[i].flags&hrExpected != 0
 			}
-			for ; j < len(sinceKeys) && cmpKey(sinceKeys[j], k) < 0; j++ {
+			for ; j < len(sinceKeys) && hashkey.Compare(sinceKeys[j], k) < 0; j++ {
 				c.Excess++ // observed, never accounted
 			}
 			observed := j < len(sinceKeys) && sinceKeys[j] == k
@@ -408,7 +409,7 @@ func (p *msgPass) finish(ev *MessageEvidence) models.HealthCounts {
 				continue
 			}
 			if p.subagents && p.health {
-				for ; j < len(sinceKeys) && cmpKey(sinceKeys[j], r.key) < 0; j++ {
+				for ; j < len(sinceKeys) && hashkey.Compare(sinceKeys[j], r.key) < 0; j++ {
 				}
 				if j < len(sinceKeys) && sinceKeys[j] == r.key {
 					continue

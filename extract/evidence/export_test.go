@@ -1,0 +1,4 @@
+package evidence
+
+// FanoutRowLimit lets the external tests lower the fan-out's row limit.
+var FanoutRowLimit = &fanoutRowLimit
