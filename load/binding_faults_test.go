@@ -8,16 +8,17 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kandev/kandev-extract/internal/seams"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/load"
 )
 
 // The binding file cannot be written (permissions, which do not bind root,
-// so through the createFile seam) when a run must save it: here, to record
+// so through internal/seams.CreateFile) when a run must save it: here, to record
 // a changed activation key. The run fails naming the file and the errno,
 // the failure is recorded, the previous run stays served, and nothing is
 // lost: the next run with a writable binding sees the change and records
-// it. Serial: createFile is one process-wide seam.
+// it. Serial: seams.CreateFile is one process-wide seam.
 func TestUnwritableBindingFailsTheRunAndLosesNothing(t *testing.T) {
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	wh := filepath.Join(t.TempDir(), "wh")
@@ -27,12 +28,12 @@ func TestUnwritableBindingFailsTheRunAndLosesNothing(t *testing.T) {
 	}
 	testkit.SQLiteExec(t, store, `UPDATE kandev_meta SET value = '2026-08-05T00:00:00Z' WHERE key = 'subagent_context_capture_since'`)
 	binding := filepath.Join(wh, "_installations", "disk.json")
-	load.SetCreateFile(t, func(path string) (load.FileSink, error) {
+	t.Cleanup(seams.SetCreateFile(func(path string) (seams.File, error) {
 		if strings.HasPrefix(path, binding) {
 			return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EACCES}
 		}
 		return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	})
+	}))
 	second := faultRun(t, wh, store)
 	err := second.Outcomes[0].Err
 	if err == nil || !errors.Is(err, syscall.EACCES) || !strings.Contains(err.Error(), binding+".tmp") || !strings.Contains(err.Error(), "permission denied") {
@@ -44,9 +45,9 @@ func TestUnwritableBindingFailsTheRunAndLosesNothing(t *testing.T) {
 	if b, err := load.ReadBinding(wh, "disk"); err != nil || len(b.KeyChanges) != 0 {
 		t.Errorf("binding after the failed run: %+v, %v", b, err)
 	}
-	load.SetCreateFile(t, func(path string) (load.FileSink, error) {
+	t.Cleanup(seams.SetCreateFile(func(path string) (seams.File, error) {
 		return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	})
+	}))
 	third := faultRun(t, wh, store)
 	b, err := load.ReadBinding(wh, "disk")
 	if third.Failed() || err != nil || len(b.KeyChanges) != 1 || b.KeyChanges[0].SeenByRun != third.RunID || b.KeyChanges[0].PreviousRun != first.RunID {

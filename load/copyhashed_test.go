@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kandev/kandev-extract/internal/seams"
 )
 
 // copyHashed copies a file of several chunks byte for byte and hashes the
@@ -33,7 +35,7 @@ func TestCopyHashed(t *testing.T) {
 		}
 		defer in.Close()
 		dst := filepath.Join(dir, name)
-		out, err := createFile(dst)
+		out, err := seams.CreateFile(dst)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -317,7 +317,11 @@ func TestDataDictionary(t *testing.T) {
 	if len(disclosures) == 0 {
 		t.Fatal("the shared warehouse has no disclosures to check the comments with")
 	}
-	views, err := load.AnalyticViewNames()
+	analytic, err := load.AnalyticViews()
+	var views []string
+	for _, v := range analytic {
+		views = append(views, v.Name)
+	}
 	if err != nil || len(views) < 20 {
 		t.Fatalf("analytic views %v: %v", views, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2" // also registers the "duckdb" driver
 
+	"github.com/kandev/kandev-extract/internal/seams"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -84,9 +85,15 @@ type RebuildOptions struct {
 	Full bool
 }
 
-// rebuildMemoryLimit is the memory limit of a rebuild's first attempt (a
-// variable for the test that makes it fail).
-var rebuildMemoryLimit = DuckDBMemoryLimit
+// rebuildMemoryLimit is the memory limit of a rebuild's first attempt:
+// DuckDBMemoryLimit, unless the test that makes it fail set another
+// (internal/seams).
+func rebuildMemoryLimit() string {
+	if limit := seams.RebuildMemoryLimit(); limit != "" {
+		return limit
+	}
+	return DuckDBMemoryLimit
+}
 
 // RetryMemoryLimit is the memory limit of DuckDB work done again after the
 // first attempt ran out of memory (the rebuild; withMemoryRetry).
@@ -176,18 +183,19 @@ func (w *Warehouse) Rebuild(ctx context.Context, opts RebuildOptions) (Rebuilt, 
 	tmp := filepath.Join(dir, DatabaseFile)
 	final := filepath.Join(w.Dir, DatabaseFile)
 	info := buildInfo{ID: id, At: now, Manifests: manifestsKey(set.Valid)}
+	limit := rebuildMemoryLimit()
 	if out.FullReason, err = w.update(ctx, &out, opts.Full, work, tmp, rows, files, staleAfter, info); err != nil {
 		return out, fmt.Errorf("build %s: %w", final, err)
 	}
 	if !out.Updated && !out.FromTemplate {
-		out.Analyst, out.layout, out.schema, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, rebuildMemoryLimit)
+		out.Analyst, out.layout, out.schema, err = buildInto(ctx, tmp, final, rows, out.Problems, files, staleAfter, info, limit)
 	}
 	if isOutOfMemory(err) {
 		// Rows wider than any measured can need more than the limit for
 		// one row group under construction (warehouseStorage): built again
 		// from scratch with a larger one, and said so, rather than leaving
 		// the database behind the committed runs.
-		out.MemoryRetry = "the rebuild " + memoryRetryReason(rebuildMemoryLimit, err)
+		out.MemoryRetry = "the rebuild " + memoryRetryReason(limit, err)
 		for _, f := range []string{DatabaseFile, DatabaseFile + ".wal"} {
 			if err := w.remove(filepath.Join(work, f)); err != nil {
 				return out, fmt.Errorf("build %s: %w", final, err)

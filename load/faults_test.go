@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kandev/kandev-extract/internal/seams"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/pipeline"
 )
@@ -25,7 +26,7 @@ import (
 // the failure is recorded, the previous committed run stays current and
 // byte-identical, and the next run succeeds. Tests run as root, which file
 // modes do not stop, so the faults are injected through load's
-// createFile seam.
+// internal/seams.CreateFile.
 
 // faultStore is a real Kandev store (never written).
 func faultStore(t *testing.T) string {
@@ -131,14 +132,14 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 	isParquet := func(path string) bool { return strings.HasSuffix(path, ".parquet") }
 	cases := []struct {
 		name   string
-		create func(left *atomic.Int64) func(string) (load.FileSink, error)
+		create func(left *atomic.Int64) func(string) (seams.File, error)
 		wants  []string
 		// recorded: the failure's own manifest could be written (the fault
 		// spared it), so runs lists the failed run.
 		recorded bool
 	}{
-		{"disk full while writing Parquet", func(left *atomic.Int64) func(string) (load.FileSink, error) {
-			return func(path string) (load.FileSink, error) {
+		{"disk full while writing Parquet", func(left *atomic.Int64) func(string) (seams.File, error) {
+			return func(path string) (seams.File, error) {
 				f, err := open(path)
 				if err != nil || !isParquet(path) {
 					return f, err
@@ -146,8 +147,8 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 				return &fullDisk{File: f, left: left}, nil
 			}
 		}, []string{"parquet ", "no space left on device"}, true},
-		{"Parquet directory not writable", func(*atomic.Int64) func(string) (load.FileSink, error) {
-			return func(path string) (load.FileSink, error) {
+		{"Parquet directory not writable", func(*atomic.Int64) func(string) (seams.File, error) {
+			return func(path string) (seams.File, error) {
 				if isParquet(path) {
 					return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EROFS}
 				}
@@ -157,9 +158,9 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 		// The Parquet files are published (renamed into their partitions);
 		// the commit marker then hits a full disk: the partitions are taken
 		// back out.
-		{"disk full while writing the manifest", func(*atomic.Int64) func(string) (load.FileSink, error) {
+		{"disk full while writing the manifest", func(*atomic.Int64) func(string) (seams.File, error) {
 			var manifests atomic.Int64
-			return func(path string) (load.FileSink, error) {
+			return func(path string) (seams.File, error) {
 				f, err := open(path)
 				if err != nil || isParquet(path) || manifests.Add(1) > 1 {
 					return f, err
@@ -170,26 +171,26 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 			}
 		}, []string{"manifest ", ".json", "no space left on device"}, true},
 		// Nothing can be written, not even the failure's record.
-		{"warehouse read-only", func(*atomic.Int64) func(string) (load.FileSink, error) {
-			return func(path string) (load.FileSink, error) {
+		{"warehouse read-only", func(*atomic.Int64) func(string) (seams.File, error) {
+			return func(path string) (seams.File, error) {
 				return nil, &os.PathError{Op: "open", Path: path, Err: syscall.EROFS}
 			}
 		}, []string{"parquet ", "read-only file system"}, false},
 	}
-	// createFile is one process-wide seam, so the cases share one opener
+	// seams.CreateFile is one process-wide seam, so the cases share one opener
 	// that hands each case's files to the fault its case has set for its
 	// own warehouse (nil: none, a plain file); that lets the cases run in
 	// parallel. The test itself stays serial: no other test's files go
 	// through this opener.
 	var mu sync.Mutex
-	faults := map[string]func(string) (load.FileSink, error){}
-	setFault := func(wh string, create func(string) (load.FileSink, error)) {
+	faults := map[string]func(string) (seams.File, error){}
+	setFault := func(wh string, create func(string) (seams.File, error)) {
 		mu.Lock()
 		defer mu.Unlock()
 		faults[wh] = create
 	}
-	load.SetCreateFile(t, func(path string) (load.FileSink, error) {
-		var create func(string) (load.FileSink, error)
+	t.Cleanup(seams.SetCreateFile(func(path string) (seams.File, error) {
+		var create func(string) (seams.File, error)
 		known := false
 		mu.Lock()
 		for wh, f := range faults {
@@ -205,7 +206,7 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 			return create(path)
 		}
 		return open(path)
-	})
+	}))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -224,7 +225,7 @@ func TestWarehouseFaultsKeepThePreviousRun(t *testing.T) {
 			second, runErr := pipeline.Run(context.Background(), pipeline.Options{
 				Warehouse: wh, Installations: []pipeline.Installation{{Name: "disk", Source: source}}})
 			// The rebuild writes through DuckDB (not injected); only the
-			// current layout's manifest goes through createFile, and on a
+			// current layout's manifest goes through seams.CreateFile, and on a
 			// warehouse where nothing can be written the run says so too.
 			if runErr != nil && (tc.recorded || !errors.Is(runErr, syscall.EROFS)) {
 				t.Fatalf("Run: %v", runErr)

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kandev/kandev-extract/internal/seams"
 )
 
 // The update (an incremental rebuild). A full rebuild reads every retained
@@ -138,7 +140,7 @@ func (w *Warehouse) copyPrevious(ctx context.Context, dst string, stamp database
 	if fi, err := in.Stat(); err != nil || fi.Size() != stamp.Bytes {
 		return changedSince("size"), nil
 	}
-	out, err := createFile(dst)
+	out, err := seams.CreateFile(dst)
 	if err != nil {
 		return "", err
 	}
@@ -161,7 +163,7 @@ const copyChunk = 32 << 20
 // copies: copy_file_range on Linux), while another goroutine hashes the
 // chunks already copied: on a 2.2 GB file 1.7–1.8 s against 2.3–4.8 s
 // for a copy then a hash (docs/benchmarks.md).
-func copyHashed(ctx context.Context, out fileSink, in *os.File, path string) (int64, string, error) {
+func copyHashed(ctx context.Context, out seams.File, in *os.File, path string) (int64, string, error) {
 	copied := make(chan int64, 1)
 	type hashed struct {
 		n   int64
@@ -546,7 +548,7 @@ func (w *Warehouse) fromTemplate(ctx context.Context, out *Rebuilt, work, tmp st
 	stamp, err := writeTemplate(tmp)
 	if err == nil {
 		var u updated
-		u, err = updateInto(ctx, w.Dir, tmp, stamp, runs, out.Problems, files, staleAfter, info, rebuildMemoryLimit)
+		u, err = updateInto(ctx, w.Dir, tmp, stamp, runs, out.Problems, files, staleAfter, info, rebuildMemoryLimit())
 		if err == nil {
 			out.FromTemplate, out.layout, out.schema, out.ViewsKept = true, stamp.Layout, u.schema, u.viewsKept
 			return reason, nil

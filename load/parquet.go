@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -28,6 +27,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/kandev/kandev-extract/internal/seams"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -106,31 +106,16 @@ type ParquetFile struct {
 // once: one per CPU the Go runtime may use.
 func DefaultWriterWorkers() int { return runtime.GOMAXPROCS(0) }
 
-// fileSink is what a Parquet file is written to: an *os.File.
-type fileSink interface {
-	io.Writer
-	Sync() error
-	Close() error
-}
-
-// createFile creates a new file in the warehouse: a Parquet file, or a
-// manifest's temporary file. It is a test seam: a test swaps it to inject a
-// full disk or an unwritable warehouse (root ignores file modes, so chmod
-// cannot).
-var createFile = func(path string) (fileSink, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-}
-
 // syncFile buffers the writer's many small writes (a row group is written
 // column chunk by column chunk, each with its header and metadata) and
 // makes Close flush the file to disk, so that a rename after Close
 // publishes durable bytes.
 type syncFile struct {
 	*bufio.Writer
-	f fileSink
+	f seams.File
 }
 
-func newSyncFile(f fileSink) *syncFile { return &syncFile{bufio.NewWriterSize(f, 256<<10), f} }
+func newSyncFile(f seams.File) *syncFile { return &syncFile{bufio.NewWriterSize(f, 256<<10), f} }
 
 func (f *syncFile) Close() error {
 	if err := f.Flush(); err != nil {
@@ -216,7 +201,7 @@ func createParquet(path string, schema *arrow.Schema, createdBy string, o writer
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fail(err)
 	}
-	f, err := createFile(path)
+	f, err := seams.CreateFile(path)
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kandev/kandev-extract/internal/seams"
 )
 
 // The last row group of a file is written by the next Write or by Close
@@ -84,7 +86,7 @@ func (s *refusingSink) Close() error { s.closed = true; return nil }
 func TestParquetWriterLastRowGroupFails(t *testing.T) {
 	recs, _ := roundTripRows(t, 0, 50_000, 50_000) // a row group larger than the 256 KiB file buffer
 	sink := &refusingSink{limit: 1 << 10}
-	SetCreateFile(t, func(string) (FileSink, error) { return sink, nil })
+	t.Cleanup(seams.SetCreateFile(func(string) (seams.File, error) { return sink, nil }))
 	pf, err := createParquet(filepath.Join(t.TempDir(), "full.parquet"), roundTripSchema, "full", defaultWriterOptions())
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kandev/kandev-extract/internal/seams"
 	"github.com/kandev/kandev-extract/models"
 )
 
@@ -462,16 +463,16 @@ func (w *Warehouse) WriteManifest(m models.Manifest) error {
 }
 
 // writeFileAtomic writes path through a temporary file (created with
-// createFile, so a full disk can be injected), fsyncs it, renames it into
+// seams.CreateFile, so a full disk can be injected), fsyncs it, renames it into
 // place and fsyncs the directory. On error nothing is left behind.
 func writeFileAtomic(path string, data []byte) (err error) {
 	tmp := path + ".tmp"
 	if err := removeFile(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// Left by a crash and held open elsewhere: a fresh name instead
-		// (createFile never overwrites).
+		// (seams.CreateFile never overwrites).
 		tmp = path + "." + uniqueID(time.Now()) + ".tmp"
 	}
-	f, err := createFile(tmp)
+	f, err := seams.CreateFile(tmp)
 	if err != nil {
 		return err
 	}

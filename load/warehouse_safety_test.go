@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kandev/kandev-extract/internal/seams"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/load"
 	"github.com/kandev/kandev-extract/models"
@@ -687,7 +688,7 @@ func TestInstallationNamesHoldEverywhere(t *testing.T) {
 func TestRebuildOutOfMemoryIsDoneAgain(t *testing.T) {
 	control := filepath.Join(t.TempDir(), "wh")
 	safetyRun(t, control, 0, "lab")
-	restore := load.SetRebuildMemoryLimit("1MB")
+	restore := seams.SetRebuildMemoryLimit("1MB")
 	wh := filepath.Join(t.TempDir(), "wh")
 	res := safetyRun(t, wh, 0, "lab")
 	restore()
@@ -732,7 +733,7 @@ func TestFirstBuildStartsFromTheTemplate(t *testing.T) {
 			reason: "no warehouse.duckdb yet (built from nothing: the built-in empty warehouse could not start it, because the last build stored its tables another way"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			restore := load.SetTemplateKeys(tc.layout, tc.schema)
+			restore := seams.SetTemplateKeys(tc.layout, tc.schema)
 			defer restore()
 			wh := filepath.Join(t.TempDir(), "wh")
 			r := safetyRun(t, wh, 0, "lab").Rebuild
