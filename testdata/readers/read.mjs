@@ -1,6 +1,6 @@
 // Reads one Parquet file with hyparquet (a pure-JavaScript reader the
 // project did not write) and prints what it saw as JSON, for the Go test in
-// load/dictionary_test.go to check against the source store:
+// pipeline/e2e/dictionary_test.go to check against the source store:
 //   node read.mjs FILE.parquet
 // Output: {num_rows, row_groups: [{num_rows, columns}], schema: [{name,
 // physical_type, logical_type, converted_type, repetition}], kv_keys,

@@ -1,4 +1,4 @@
-package load_test
+package e2e_test
 
 import (
 	"context"
@@ -544,27 +544,6 @@ func TestAnalystObjectsAreNeverDestroyedSilently(t *testing.T) {
 	}
 }
 
-func TestSingleCreate(t *testing.T) {
-	t.Parallel()
-	for q, want := range map[string]bool{
-		`CREATE VIEW v AS SELECT 1;`:                                 true,
-		`CREATE VIEW v AS SELECT 'a;b' AS s;`:                        true,
-		`CREATE VIEW v AS SELECT "we;ird" FROM t`:                    true,
-		`CREATE VIEW v AS SELECT 1; DELETE FROM runs`:                false,
-		"CREATE VIEW v AS SELECT 1 -- it's\n; DELETE FROM runs; --'": false,
-		`CREATE VIEW v AS SELECT E'a\'b' ; 'x'`:                      false,
-		`CREATE VIEW v AS SELECT $$;$$`:                              false,
-		`CREATE VIEW v AS SELECT 1 /* ; */`:                          false,
-		`CREATE OR REPLACE VIEW runs AS SELECT 1`:                    false,
-		`CREATE TABLE t(x INT)`:                                      false, // not a view
-		`CREATE VIEW v AS SELECT 'unterminated`:                      false,
-	} {
-		if got := load.SingleCreate(q, "CREATE VIEW"); got != want {
-			t.Errorf("singleCreate(%q) = %v, want %v", q, got, want)
-		}
-	}
-}
-
 // current/ holds exactly the served run of each installation: a reader
 // that globs it gets each row once, whatever the retention, and an
 // installation whose runs all fail verification leaves it.
@@ -684,7 +663,8 @@ func TestInstallationNamesHoldEverywhere(t *testing.T) {
 
 // A rebuild that runs out of DuckDB's memory limit is done again from
 // scratch with a larger one, says so, and serves the same data. (Not
-// parallel: it changes the package's first-attempt limit.)
+// parallel: it changes the process-wide first-attempt limit,
+// internal/seams.)
 func TestRebuildOutOfMemoryIsDoneAgain(t *testing.T) {
 	control := filepath.Join(t.TempDir(), "wh")
 	safetyRun(t, control, 0, "lab")
@@ -710,7 +690,8 @@ func TestRebuildOutOfMemoryIsDoneAgain(t *testing.T) {
 // build from nothing serves. A record whose schema key differs from this
 // binary's makes it create the views anew; one whose layout key differs
 // (another DuckDB library or storage option) makes it build from nothing,
-// and say why. (Not parallel: it changes the package's template record.)
+// and say why. (Not parallel: it changes the process-wide
+// template record, internal/seams.)
 func TestFirstBuildStartsFromTheTemplate(t *testing.T) {
 	control := filepath.Join(t.TempDir(), "wh")
 	want := safetyRun(t, control, 0, "lab")

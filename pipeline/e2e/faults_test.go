@@ -1,4 +1,4 @@
-package load_test
+package e2e_test
 
 import (
 	"context"
@@ -31,7 +31,7 @@ import (
 // faultStore is a real Kandev store (never written).
 func faultStore(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "testdata", "kandev", "fresh-activated.db"))
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "kandev", "fresh-activated.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package load_test
+package e2e_test
 
 import (
 	"errors"
@@ -13,12 +13,13 @@ import (
 	"github.com/kandev/kandev-extract/load"
 )
 
-// The binding file cannot be written (permissions, which do not bind root,
-// so through internal/seams.CreateFile) when a run must save it: here, to record
-// a changed activation key. The run fails naming the file and the errno,
-// the failure is recorded, the previous run stays served, and nothing is
-// lost: the next run with a writable binding sees the change and records
-// it. Serial: seams.CreateFile is one process-wide seam.
+// The binding file cannot be written (permissions, which do not bind
+// root, so through internal/seams.CreateFile) when a run must save it:
+// here, to record a changed activation key. The run fails naming the file
+// and the errno, the failure is recorded, the previous run stays served,
+// and nothing is lost: the next run with a writable binding sees the
+// change and records it. Serial: seams.CreateFile is one process-wide
+// seam.
 func TestUnwritableBindingFailsTheRunAndLosesNothing(t *testing.T) {
 	store := testkit.CopyFixture(t, "fresh-activated.db")
 	wh := filepath.Join(t.TempDir(), "wh")
