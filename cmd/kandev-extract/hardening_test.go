@@ -16,7 +16,6 @@ import (
 
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
-	"github.com/kandev/kandev-extract/storegen"
 )
 
 // hostile is a store string that would retitle the terminal and clear the
@@ -471,10 +470,10 @@ func TestLogsEscapeStoreText(t *testing.T) {
 func TestScheduleRunNowIsWaitedForOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	src := filepath.Join(dir, "big.db")
-	if _, err := storegen.Generate(context.Background(), src, storegen.LargeOptions(0.005)); err != nil {
-		t.Fatal(err)
-	}
+	// A real store: its run stages its files first and takes hundreds of
+	// milliseconds more (seconds under -race) before it commits, while the
+	// signal follows the first staged file within milliseconds.
+	src := repoFile(t, "testdata/kandev/fresh-activated.db")
 	wh := filepath.Join(dir, "wh")
 	// A schedule that never fires during the test: only --run-now runs.
 	cmd := proc(t, nil, "schedule", "-s", src, "-w", wh, "-i", "big", "--schedule", "0 0 1 1 *", "--run-now")
