@@ -2,17 +2,17 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	_ "modernc.org/sqlite"
 
+	"github.com/kandev/kandev-extract/internal/pgfixture"
 	"github.com/kandev/kandev-extract/internal/testkit"
 )
 
-// Shared helpers (internal/testkit).
+// Shared helpers (internal/testkit, internal/pgfixture).
 var (
 	repoRoot    = testkit.RepoRoot
 	fixture     = testkit.Fixture
@@ -23,6 +23,13 @@ var (
 	rowsOf      = testkit.RowsOf
 	one         = testkit.One
 	equalSets   = testkit.EqualSets
+	memDuck     = testkit.MemDuck
+	hashFile    = testkit.HashFile
+
+	pgFixture      = pgfixture.Load
+	pgExec         = pgfixture.Exec
+	pgRows         = pgfixture.Rows
+	copyToPostgres = pgfixture.CopySQLite
 )
 
 // extractTo runs the pipeline on one source into a fresh warehouse.
@@ -46,6 +53,3 @@ func extractTo(t testing.TB, source, installation string) (string, Result) {
 	}
 	return wh, res
 }
-
-func fmtSscan(s string, v *int) (int, error) { return fmt.Sscan(s, v) }
-func itoa(n int) string                      { return fmt.Sprint(n) }

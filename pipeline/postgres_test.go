@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -19,40 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// pgFixture loads a checked-in pg_dump into a fresh database and returns
-// its DSN.
-func pgFixture(t *testing.T, dump string) (*pgtest.Cluster, string) {
-	t.Helper()
-	c := pgtest.Shared(t)
-	db := pgtest.NewDatabase(t, c, filepath.Join(repoRoot(t), "testdata", "kandev", dump))
-	return c, c.DSN(db)
-}
-
-func pgExec(t *testing.T, dsn string, stmts ...string) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range stmts {
-		if _, err := conn.Exec(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
-// pgRows runs a query on PostgreSQL and renders the rows like rowsOf.
-func pgRows(t *testing.T, dsn, q string, args ...any) []string {
-	t.Helper()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	return rowsOf(t, db, q, args...)
-}
 
 // pgKey reads an activation key and returns it as the smallest microsecond
 // instant at or after it (the column is microseconds, the key may carry
@@ -205,7 +170,7 @@ func TestPostgresOneMicrosecondBoundary(t *testing.T) {
 	wh, _ := extractTo(t, dsn, "us")
 	db := duck(t, wh)
 	for i, want := range []string{"before_capture|false", "after_capture|false", "after_capture|false"} {
-		if got := windowOf(t, db, ids[i]); got != want {
+		if got := one(t, db, `SELECT capture_window || '|' || capture_boundary_ambiguous FROM subagent_contexts WHERE subagent_id = ?`, ids[i]); got != want {
 			t.Errorf("row %d: %s, want %s", i, got, want)
 		}
 	}

@@ -4,7 +4,9 @@
 package testkit
 
 import (
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -101,6 +103,32 @@ func Duck(t testing.TB, wh string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// MemDuck is an in-memory DuckDB, for reading Parquet back.
+func MemDuck(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// HashFile is the hex SHA-256 of the file at p.
+func HashFile(t testing.TB, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // RowsOf renders a query's rows as sorted "a|b|c" lines: a comparable set.

@@ -17,6 +17,8 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 	_ "modernc.org/sqlite"
 
+	"github.com/kandev/kandev-extract/internal/pgfixture"
+	"github.com/kandev/kandev-extract/internal/pgtest"
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/pipeline"
 )
@@ -32,7 +34,7 @@ var shared struct {
 	runs []string // run ids, in order
 }
 
-// Shared helpers (internal/testkit).
+// Shared helpers (internal/testkit, internal/pgfixture).
 var (
 	repoRoot    = testkit.RepoRoot
 	fixture     = testkit.Fixture
@@ -43,14 +45,27 @@ var (
 	rowsOf      = testkit.RowsOf
 	one         = testkit.One
 	equalSets   = testkit.EqualSets
+	memDuck     = testkit.MemDuck
+
+	pgFixture      = pgfixture.Load
+	pgExec         = pgfixture.Exec
+	pgRows         = pgfixture.Rows
+	copyToPostgres = pgfixture.CopySQLite
 )
 
 // TestMain removes the shared warehouse once every test is done with it (it
-// outlives the test that built it, so it is in no test's TempDir).
+// outlives the test that built it, so it is in no test's TempDir), and
+// stops the shared PostgreSQL cluster (pgtest.Main's work).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
+	}
+	if err := pgtest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
@@ -103,12 +118,16 @@ func runPipeline(wh string, ins []pipeline.Installation, now time.Time) (pipelin
 	return res, nil
 }
 
-// extract runs the pipeline on one source into a fresh warehouse.
-func extract(t *testing.T, source, installation string) string {
+// extractTo runs the pipeline on one source into a fresh warehouse.
+func extractTo(t *testing.T, source, installation string) (string, pipeline.Result) {
 	t.Helper()
 	wh := filepath.Join(t.TempDir(), "warehouse")
-	if _, err := runPipeline(wh, []pipeline.Installation{{Name: installation, Source: source}}, time.Now()); err != nil {
+	res, err := runPipeline(wh, []pipeline.Installation{{Name: installation, Source: source}}, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return wh
+	return wh, res
 }
+
+func fmtSscan(s string, v *int) (int, error) { return fmt.Sscan(s, v) }
+func itoa(n int) string                      { return fmt.Sprint(n) }

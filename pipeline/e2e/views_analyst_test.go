@@ -45,7 +45,7 @@ func TestSubagentNesting(t *testing.T) {
 		ins("ca", "toolu_ca", "exec-a", "toolu_dup"),   // same execution as d1
 		ins("cu", "toolu_cu", "unknown", "toolu_dup"),  // the sentinel matches neither
 	)
-	wh := extract(t, path, "nest")
+	wh, _ := extractTo(t, path, "nest")
 	db := duck(t, wh)
 	got := rowsOf(t, db, `SELECT subagent_id, coalesce(parent_subagent_id, 'NULL'), parent_resolution, parent_candidates,
 		nesting_depth, nesting_depth_completeness FROM subagent_nesting`)

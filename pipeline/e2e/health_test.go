@@ -1,4 +1,4 @@
-package pipeline
+package e2e_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/kandev/kandev-extract/extract"
 	"github.com/kandev/kandev-extract/extract/evidence"
 	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/pipeline"
 	"github.com/kandev/kandev-extract/transform"
 )
 
@@ -259,7 +260,7 @@ func TestWriterHealthSQLite(t *testing.T) {
 		t.Run("fixture "+fx.file, func(t *testing.T) {
 			t.Parallel()
 			path := fixture(t, fx.file)
-			r, err := CheckHealth(context.Background(), path, HealthOptions{StaleAfter: neverStale})
+			r, err := pipeline.CheckHealth(context.Background(), path, pipeline.HealthOptions{StaleAfter: neverStale})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,7 +300,7 @@ func TestWriterHealthPostgres(t *testing.T) {
 
 func assertHealth(t *testing.T, tc healthCase, source string, db *sql.DB, dialect models.Dialect) {
 	t.Helper()
-	r, err := CheckHealth(context.Background(), source, HealthOptions{StaleAfter: neverStale})
+	r, err := pipeline.CheckHealth(context.Background(), source, pipeline.HealthOptions{StaleAfter: neverStale})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,8 @@
-package pipeline
+package e2e_test
 
 import (
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -365,27 +362,6 @@ func TestStoreHeldOpenByAWALWriter(t *testing.T) {
 	if got := one(t, db, `SELECT count(*) FROM subagent_contexts`); got != "254" {
 		t.Errorf("rows = %s, want 254 (253 + the committed WAL row)", got)
 	}
-}
-
-// memDuck is an in-memory DuckDB for reading Parquet back.
-func memDuck(t *testing.T) *sql.DB {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func hashFile(t *testing.T, p string) string {
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	io.Copy(h, f)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // TestCollisionIsALowerBound: a turn whose tool call has live rows of two

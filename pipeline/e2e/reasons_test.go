@@ -1,4 +1,4 @@
-package pipeline
+package e2e_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/models"
+	"github.com/kandev/kandev-extract/pipeline"
 )
 
 // reasonStore is one store of the reason-code test: a real fixture, or one
@@ -122,17 +123,17 @@ func TestReasonCodesOnEveryStore(t *testing.T) {
 	}
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
-			var ins []Installation
+			var ins []pipeline.Installation
 			for _, s := range reasonStores {
 				switch {
 				case dialect == "sqlite":
-					ins = append(ins, Installation{Name: s.name, Source: paths[s.name]})
+					ins = append(ins, pipeline.Installation{Name: s.name, Source: paths[s.name]})
 				case !s.sqliteOnly:
-					ins = append(ins, Installation{Name: s.name, Source: copyToPostgres(t, paths[s.name])})
+					ins = append(ins, pipeline.Installation{Name: s.name, Source: copyToPostgres(t, paths[s.name])})
 				}
 			}
 			wh := filepath.Join(t.TempDir(), "wh")
-			res, err := Run(context.Background(), Options{Warehouse: wh, Installations: ins})
+			res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Installations: ins})
 			if err != nil {
 				t.Fatal(err)
 			}

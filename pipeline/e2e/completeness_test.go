@@ -1,4 +1,4 @@
-package pipeline
+package e2e_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev-extract/internal/testkit"
+	"github.com/kandev/kandev-extract/pipeline"
 )
 
 // Completeness is claimed only where the snapshot proves it (docs/design.md
@@ -27,7 +28,7 @@ func both(t *testing.T, store string, check func(t *testing.T, db *sql.DB)) {
 				source = copyToPostgres(t, store)
 			}
 			wh := filepath.Join(t.TempDir(), "wh")
-			res, err := Run(context.Background(), Options{Warehouse: wh, Installations: []Installation{{Name: "c", Source: source}}})
+			res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Installations: []pipeline.Installation{{Name: "c", Source: source}}})
 			if err != nil || res.Failed() {
 				t.Fatalf("Run: %v %v", err, res.Outcomes[0].Err)
 			}
@@ -227,7 +228,7 @@ func TestExecutionIdsTrustedAndRowsRead(t *testing.T) {
 	messages := testkit.One(t, src, `SELECT count(*) FROM task_session_messages`)
 	metaRows := testkit.One(t, src, `SELECT count(*) FROM kandev_meta WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through', 'subagent_context_execution_since', 'kandev_version', 'schema_initialized_at')`)
 	wh := filepath.Join(t.TempDir(), "wh")
-	res, err := Run(context.Background(), Options{Warehouse: wh, Installations: []Installation{{Name: "c", Source: store}}})
+	res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Installations: []pipeline.Installation{{Name: "c", Source: store}}})
 	if err != nil || res.Failed() {
 		t.Fatal(err)
 	}
@@ -240,8 +241,8 @@ func TestExecutionIdsTrustedAndRowsRead(t *testing.T) {
 		t.Errorf("rows_read messages|kandev_meta = %s, want %s|%s", got, messages, metaRows)
 	}
 	// The extractor's version comes from the build, never a bare "dev".
-	if p.ExtractorVersion == "dev" || p.ExtractorVersion == "" || p.ExtractorVersion != ExtractorVersion() {
-		t.Errorf("extractor_version %q (build says %q)", p.ExtractorVersion, ExtractorVersion())
+	if p.ExtractorVersion == "dev" || p.ExtractorVersion == "" || p.ExtractorVersion != pipeline.ExtractorVersion() {
+		t.Errorf("extractor_version %q (build says %q)", p.ExtractorVersion, pipeline.ExtractorVersion())
 	}
 }
 

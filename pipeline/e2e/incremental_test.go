@@ -1,4 +1,4 @@
-package pipeline
+package e2e_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/kandev/kandev-extract/internal/testkit"
 	"github.com/kandev/kandev-extract/load"
+	"github.com/kandev/kandev-extract/pipeline"
 )
 
 // An updated warehouse.duckdb (the previous build, with the runs no longer
@@ -28,31 +29,31 @@ func TestUpdateMatchesFullBuild(t *testing.T) {
 	storeA := testkit.CopyFixture(t, "fresh-activated.db")
 	storeB := testkit.CopyFixture(t, "upgraded-backfill.db")
 	wh := filepath.Join(t.TempDir(), "wh")
-	run := func(ins ...Installation) Result {
+	run := func(ins ...pipeline.Installation) pipeline.Result {
 		t.Helper()
-		res, err := Run(context.Background(), Options{Warehouse: wh, Retention: 2, Installations: ins})
+		res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Retention: 2, Installations: ins})
 		if err != nil || res.Failed() {
 			t.Fatalf("Run: %v %v", err, res.Outcomes)
 		}
 		return res
 	}
-	a, b := Installation{Name: "a", Source: storeA}, Installation{Name: "b", Source: storeB}
+	a, b := pipeline.Installation{Name: "a", Source: storeA}, pipeline.Installation{Name: "b", Source: storeB}
 	steps := []struct {
-		ins              []Installation
+		ins              []pipeline.Installation
 		before           func()
 		added, removed   int
 		updated          bool
 		template         bool // a first build, from the built-in empty warehouse
 		wantReasonSubstr string
 	}{
-		{ins: []Installation{a, b}, template: true, wantReasonSubstr: "no warehouse.duckdb yet"},
-		{ins: []Installation{a, b}, updated: true, added: 2, before: func() {
+		{ins: []pipeline.Installation{a, b}, template: true, wantReasonSubstr: "no warehouse.duckdb yet"},
+		{ins: []pipeline.Installation{a, b}, updated: true, added: 2, before: func() {
 			testkit.SQLiteExec(t, storeA, `DELETE FROM task_session_subagents WHERE rowid IN (SELECT rowid FROM task_session_subagents ORDER BY rowid LIMIT 3)`)
 		}},
-		{ins: []Installation{a, b}, updated: true, added: 2, removed: 2, before: func() {
+		{ins: []pipeline.Installation{a, b}, updated: true, added: 2, removed: 2, before: func() {
 			testkit.SQLiteExec(t, storeA, `DELETE FROM task_sessions WHERE id = (SELECT min(id) FROM task_sessions)`)
 		}},
-		{ins: []Installation{a}, updated: true, added: 1, removed: 1},
+		{ins: []pipeline.Installation{a}, updated: true, added: 1, removed: 1},
 	}
 	for i, s := range steps {
 		if s.before != nil {
@@ -209,7 +210,7 @@ func TestUpdateFallsBackToFullBuild(t *testing.T) {
 		}, after: func(t *testing.T, wh string) {
 			// Carried by the full build; the next run builds in full again
 			// (the file holds an analyst's object), and carries it again.
-			res, err := Run(context.Background(), Options{Warehouse: wh, Retention: 2, Installations: []Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+			res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Retention: 2, Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
 			if err != nil || res.Failed() {
 				t.Fatalf("Run: %v", err)
 			}
@@ -240,10 +241,10 @@ func TestUpdateFallsBackToFullBuild(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			wh := filepath.Join(t.TempDir(), "wh")
-			run := func(full bool) Result {
+			run := func(full bool) pipeline.Result {
 				t.Helper()
-				res, err := Run(context.Background(), Options{Warehouse: wh, Retention: 2, FullRebuild: full,
-					Installations: []Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+				res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Retention: 2, FullRebuild: full,
+					Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
 				if err != nil || res.Failed() {
 					t.Fatalf("Run: %v %v", err, res.Outcomes)
 				}
@@ -298,10 +299,10 @@ func TestUpdateKeepsViewsOnlyWhenRecorded(t *testing.T) {
 			t.Parallel()
 			store := testkit.CopyFixture(t, "fresh-activated.db")
 			wh := filepath.Join(t.TempDir(), "wh")
-			run := func() RebuildSummary {
+			run := func() pipeline.RebuildSummary {
 				t.Helper()
-				res, err := Run(context.Background(), Options{Warehouse: wh, Retention: 2,
-					Installations: []Installation{{Name: "lab", Source: store}}})
+				res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Retention: 2,
+					Installations: []pipeline.Installation{{Name: "lab", Source: store}}})
 				if err != nil || res.Failed() {
 					t.Fatalf("Run: %v %v", err, res.Outcomes)
 				}

@@ -1,4 +1,4 @@
-package pipeline
+package e2e_test
 
 import (
 	"database/sql"
