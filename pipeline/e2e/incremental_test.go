@@ -237,27 +237,33 @@ func TestUpdateFallsBackToFullBuild(t *testing.T) {
 			restamp(t, wh)
 		}},
 	}
+	run := func(t *testing.T, wh string, full bool) pipeline.Result {
+		t.Helper()
+		res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Retention: 2, FullRebuild: full,
+			Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
+		if err != nil || res.Failed() {
+			t.Fatalf("Run: %v %v", err, res.Outcomes)
+		}
+		return res
+	}
+	// Every case starts from a copy of one warehouse of two runs, the
+	// second an update (a warehouse is a directory that may be copied).
+	base := filepath.Join(t.TempDir(), "wh")
+	run(t, base, false)
+	if res := run(t, base, false); !res.Rebuild.Updated {
+		t.Fatalf("second run not an update: %+v", res.Rebuild)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			wh := filepath.Join(t.TempDir(), "wh")
-			run := func(full bool) pipeline.Result {
-				t.Helper()
-				res, err := pipeline.Run(context.Background(), pipeline.Options{Warehouse: wh, Retention: 2, FullRebuild: full,
-					Installations: []pipeline.Installation{{Name: "lab", Source: testkit.Fixture(t, "fresh-activated.db")}}})
-				if err != nil || res.Failed() {
-					t.Fatalf("Run: %v %v", err, res.Outcomes)
-				}
-				return res
-			}
-			run(false)
-			if res := run(false); !res.Rebuild.Updated {
-				t.Fatalf("second run not an update: %+v", res.Rebuild)
+			if err := os.CopyFS(wh, os.DirFS(base)); err != nil {
+				t.Fatal(err)
 			}
 			if c.tamper != nil {
 				c.tamper(t, wh)
 			}
-			res := run(c.full)
+			res := run(t, wh, c.full)
 			if res.Rebuild.Updated || !strings.Contains(res.Rebuild.FullReason, c.reason) {
 				t.Fatalf("rebuild %+v, want a full build because %q", res.Rebuild, c.reason)
 			}
