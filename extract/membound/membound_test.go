@@ -53,7 +53,7 @@ var (
 )
 
 // helper builds the child, ./kxmem, once per test binary, WITHOUT the race
-// detector (make test runs with -race): the peak RSS it reports is then
+// detector, should the tests run with -race: the peak RSS it reports is then
 // the extractor's own, and the hostile values are generated at native
 // speed.
 func helper(t *testing.T) string {
