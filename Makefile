@@ -54,12 +54,14 @@ NO_RACE_PKGS := storegen report pipeline/e2e lake cmd/kandev-lake inspect extrac
 CMD_RACE_TESTS := ^(TestProgressRender|TestProgressOnATerminalOnly|TestScheduleFiresHonoursTheLockAndStopsOnSIGTERM|TestScheduleRunNowIsWaitedForOnSIGTERM)$$
 # The raced and the unraced packages run side by side (each go test runs two
 # packages at a time): one pass alone leaves a core idle behind its longest
-# package. Output comes package by package; the target fails if either does.
-RACE_PKGS = $$($(GO) list ./... | grep -v -x $(foreach p,$(NO_RACE_PKGS),-e github.com/kandev/kandev-extract/$(p)))
+# package. pipeline, the longest raced one, is named first so that it starts
+# first; the race-built cmd tests follow the shorter unraced pass. Output
+# comes package by package; the target fails if either pass does.
+RACE_PKGS = ./pipeline $$($(GO) list ./... | grep -v -x -e github.com/kandev/kandev-extract/pipeline $(foreach p,$(NO_RACE_PKGS),-e github.com/kandev/kandev-extract/$(p)))
 test:
-	( $(GO) test -race -count=1 -timeout 40m $(RACE_PKGS); s=$$?; \
-	  $(GO) test -race -count=1 -timeout 20m -run '$(CMD_RACE_TESTS)' ./cmd/kandev-extract || s=1; exit $$s ) & raced=$$!; \
+	$(GO) test -race -count=1 -timeout 40m $(RACE_PKGS) & raced=$$!; \
 	$(GO) test -count=1 -timeout 20m -skip '$(CMD_RACE_TESTS)' $(foreach p,$(NO_RACE_PKGS),./$(p)); unraced=$$?; \
+	$(GO) test -race -count=1 -timeout 20m -run '$(CMD_RACE_TESTS)' ./cmd/kandev-extract || unraced=1; \
 	wait $$raced; raced=$$?; \
 	if [ $$raced -ne 0 ] || [ $$unraced -ne 0 ]; then echo "make test: FAILED (raced pass exit $$raced, unraced pass exit $$unraced)"; exit 1; fi
 
