@@ -60,10 +60,11 @@ CMD_RACE_TESTS := ^(TestProgressRender|TestProgressOnATerminalOnly|TestScheduleF
 RACE_PKGS = ./pipeline $$($(GO) list ./... | grep -v -x -e github.com/kandev/kandev-extract/pipeline $(foreach p,$(NO_RACE_PKGS),-e github.com/kandev/kandev-extract/$(p)))
 test:
 	$(GO) test -race -count=1 -timeout 40m $(RACE_PKGS) & raced=$$!; \
-	$(GO) test -count=1 -timeout 20m -skip '$(CMD_RACE_TESTS)' $(foreach p,$(NO_RACE_PKGS),./$(p)); unraced=$$?; \
-	$(GO) test -race -count=1 -timeout 20m -run '$(CMD_RACE_TESTS)' ./cmd/kandev-extract || unraced=1; \
+	$(GO) test -count=1 -timeout 20m -skip '$(CMD_RACE_TESTS)' $(foreach p,$(NO_RACE_PKGS),./$(p)); rest=$$?; \
+	$(GO) test -race -count=1 -timeout 20m -run '$(CMD_RACE_TESTS)' ./cmd/kandev-extract || rest=1; \
 	wait $$raced; raced=$$?; \
-	if [ $$raced -ne 0 ] || [ $$unraced -ne 0 ]; then echo "make test: FAILED (raced pass exit $$raced, unraced pass exit $$unraced)"; exit 1; fi
+	if [ $$raced -ne 0 ] || [ $$rest -ne 0 ]; then \
+	  echo "make test: FAILED (raced packages: exit $$raced; unraced packages, then cmd's raced tests: exit $$rest)"; exit 1; fi
 
 # staticcheck is pinned here (.ci/run reads this version too); `go run pkg@version`
 # builds it from the Go module proxy once and caches it, without touching go.mod.
