@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -24,12 +26,14 @@ var testHookBeforeCommit func(ctx context.Context, id table.Identifier, attempt 
 // between the transaction's load and the catalog's check as a plain
 // requirement failure ("requirement failed: branch \"main\" has changed"),
 // which its own retry loop does not retry (apache/iceberg-go#1079); a race
-// inside the catalog's compare-and-swap is table.ErrCommitFailed.
+// inside the catalog's compare-and-swap is table.ErrCommitFailed. A
+// serialization failure (isSerializationFailure) rolled the catalog's
+// transaction back, so nothing was committed either.
 func isConflict(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, table.ErrCommitFailed) {
+	if errors.Is(err, table.ErrCommitFailed) || isSerializationFailure(err) {
 		return true
 	}
 	s := err.Error()
@@ -70,12 +74,8 @@ func (h *Hub) commit(ctx context.Context, id table.Identifier, build func(*table
 			return false, attempt, fmt.Errorf("commit %s: still conflicting after %d attempts: %w", strings.Join(id, "."), attempt+1, err)
 		}
 		h.log.Info("commit conflict; reloading and retrying", "table", strings.Join(id, "."), "attempt", attempt+1, "err", err)
-		wait := min(20*time.Millisecond<<attempt, 2*time.Second)
-		wait += time.Duration(rand.Int64N(int64(wait)))
-		select {
-		case <-ctx.Done():
-			return false, attempt, ctx.Err()
-		case <-time.After(wait):
+		if err := backoff(ctx, attempt); err != nil {
+			return false, attempt, err
 		}
 	}
 }
@@ -109,5 +109,74 @@ func discardStaged(ctx context.Context, base *table.Table, staged *table.StagedT
 		if s.ManifestList != "" {
 			fsys.Remove(s.ManifestList)
 		}
+	}
+}
+
+// isSerializationFailure reports whether err is PostgreSQL's answer to a
+// transaction that lost to a concurrent one (SQLSTATE 40001, or 40P01 for a
+// deadlock): the transaction was rolled back, and doing it again is what
+// PostgreSQL asks for. iceberg-go's SQL catalog runs its writes in
+// serializable transactions and retries them three times within 30 ms,
+// which hubs creating tables side by side on a busy server outlast (seen:
+// "create kandev.writer_health_history: ERROR: could not serialize access
+// due to read/write dependencies among transactions (SQLSTATE 40001)").
+// pgx's *pgconn.PgError carries the code (SQLState).
+func isSerializationFailure(err error) bool {
+	var state interface{ SQLState() string }
+	if !errors.As(err, &state) {
+		return false
+	}
+	code := state.SQLState()
+	return code == "40001" || code == "40P01"
+}
+
+// createTable creates a table in the catalog, or loads it when another hub
+// created it first. A creation that lost to a concurrent catalog
+// transaction (isSerializationFailure) wrote nothing to the catalog and is
+// done again, with the commits' backoff, up to maxCommitAttempts times.
+func (h *Hub) createTable(ctx context.Context, id table.Identifier, sc *iceberg.Schema, logMsg string, opts ...catalog.CreateTableOpt) (*table.Table, error) {
+	name := strings.Join(id, ".")
+	for attempt := 0; ; attempt++ {
+		t, err := createTableHook(h.cat.CreateTable)(ctx, id, sc, opts...)
+		if errors.Is(err, catalog.ErrTableAlreadyExists) { // another hub
+			return h.cat.LoadTable(ctx, id)
+		}
+		if err == nil {
+			h.log.Info(logMsg, "table", name, "location", t.Location())
+			return t, nil
+		}
+		if !isSerializationFailure(err) || attempt+1 >= maxCommitAttempts {
+			return nil, fmt.Errorf("create %s: %w", name, err)
+		}
+		h.log.Info("table creation lost to a concurrent catalog transaction; retrying", "table", name, "attempt", attempt+1, "err", err)
+		if err := backoff(ctx, attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// createTableFunc is the catalog's CreateTable.
+type createTableFunc func(ctx context.Context, id table.Identifier, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) (*table.Table, error)
+
+// testHookCreateTable, when set (tests), wraps the catalog's CreateTable.
+var testHookCreateTable func(createTableFunc) createTableFunc
+
+func createTableHook(f createTableFunc) createTableFunc {
+	if testHookCreateTable != nil {
+		return testHookCreateTable(f)
+	}
+	return f
+}
+
+// backoff waits before attempt+1: 20 ms doubling up to 2 s, plus up to as
+// much again at random, so that competing hubs do not retry in step.
+func backoff(ctx context.Context, attempt int) error {
+	wait := min(20*time.Millisecond<<attempt, 2*time.Second)
+	wait += time.Duration(rand.Int64N(int64(wait)))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait):
+		return nil
 	}
 }

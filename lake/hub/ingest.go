@@ -662,15 +662,7 @@ func (h *Hub) ensureTables(ctx context.Context, base, sampleKey string) (*tableP
 		"write.metadata.metrics.column.run_id":          "full",
 	}
 	create := func(id table.Identifier, opts ...catalog.CreateTableOpt) (*table.Table, error) {
-		t, err := h.cat.CreateTable(ctx, id, sc, opts...)
-		if errors.Is(err, catalog.ErrTableAlreadyExists) { // another hub
-			return h.cat.LoadTable(ctx, id)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("create %s: %w", strings.Join(id, "."), err)
-		}
-		h.log.Info("table created", "table", strings.Join(id, "."), "location", t.Location())
-		return t, nil
+		return h.createTable(ctx, id, sc, "table created", opts...)
 	}
 	if pair.hist == nil {
 		hp := maps(props, "comment", "Every ingested run of "+base+" from every installation (kandev-extract).")

@@ -423,15 +423,7 @@ func (h *Hub) ensureResultsTable(ctx context.Context, id table.Identifier, ex ex
 		"write.metadata.metrics.column.installation_id": "full",
 		"write.metadata.metrics.column.run_id":          "full",
 	}
-	t, err := h.cat.CreateTable(ctx, id, sc, catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
-	if errors.Is(err, catalog.ErrTableAlreadyExists) { // another hub
-		return h.cat.LoadTable(ctx, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", strings.Join(id, "."), err)
-	}
-	h.log.Info("results table created", "table", strings.Join(id, "."), "location", t.Location())
-	return t, nil
+	return h.createTable(ctx, id, sc, "results table created", catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
 }
 
 // upload copies a local file to a bucket key (created, never replaced:
