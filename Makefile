@@ -37,13 +37,14 @@ run: build
 # (pipeline's readers, load's writers, extract's PostgreSQL watchdog, the
 # hub, pgtest) and on the small ones, where it costs nothing. The others
 # start none, and what they call is raced in its own package, so they run
-# without it (package time under -race, then without,
-# alone on this 2-core machine):
+# without it (package time under -race, then without, alone on this 2-core
+# machine):
 #   cmd/kandev-extract 170 s, 48 s: its tests drive the CLI, in process or as
 #     child processes of the test binary; those of its own goroutines (the
 #     progress ticker, schedule's loop and signals) are CMD_RACE_TESTS, run
 #     under -race instead;
-#   lake 95 s, 39 s (its publishers share no memory, only the bucket);
+#   lake 95 s, 39 s (its concurrent publishers share the bucket and a test
+#     hook set before they start);
 #   cmd/kandev-lake 14 s, 6 s; inspect 9 s, 5 s;
 #   extract/evidence 36 s, 8 s (the message pass runs on pipeline's second
 #     reader, raced there); extract/membound 49 s, 29 s (the peak RSS of child
