@@ -8,8 +8,6 @@ package extract_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -292,7 +290,7 @@ func TestContractSourceIsNeverWritten(t *testing.T) {
 		var before, beside string
 		if s.dialect == models.DialectSQLite {
 			dir := filepath.Dir(s.location)
-			before, beside = hashFile(t, s.location), listDir(t, dir)
+			before, beside = testkit.HashFile(t, s.location), listDir(t, dir)
 			os.Chmod(s.location, 0o444)
 			os.Chmod(dir, 0o555)
 			t.Cleanup(func() { os.Chmod(dir, 0o755) })
@@ -307,7 +305,7 @@ func TestContractSourceIsNeverWritten(t *testing.T) {
 			snap.Close()
 		}
 		if s.dialect == models.DialectSQLite {
-			if after := hashFile(t, s.location); after != before {
+			if after := testkit.HashFile(t, s.location); after != before {
 				t.Errorf("source changed: %s -> %s", before, after)
 			}
 			if got := listDir(t, filepath.Dir(s.location)); got != beside {
@@ -360,16 +358,6 @@ func TestContractNotASQLiteFile(t *testing.T) {
 			t.Errorf("%s: error = %v, want one naming the file", name, err)
 		}
 	}
-}
-
-func hashFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 func listDir(t *testing.T, dir string) string {

@@ -47,7 +47,7 @@ func verify(t *testing.T, src any) error {
 func TestClosedWALStoreReadLeavesNothingBeside(t *testing.T) {
 	t.Parallel()
 	path := walStore(t, "upgraded-backfill.db")
-	before, beside := hashFile(t, path), listDir(t, filepath.Dir(path))
+	before, beside := testkit.HashFile(t, path), listDir(t, filepath.Dir(path))
 	src, snap := begin(t, path)
 	got := readAll(t, snap)
 	_, origSnap := begin(t, testkit.CopyFixture(t, "upgraded-backfill.db"))
@@ -63,7 +63,7 @@ func TestClosedWALStoreReadLeavesNothingBeside(t *testing.T) {
 	if after := listDir(t, filepath.Dir(path)); after != beside {
 		t.Errorf("files beside the store: %s, before %s", after, beside)
 	}
-	if hashFile(t, path) != before {
+	if testkit.HashFile(t, path) != before {
 		t.Error("the store changed")
 	}
 }
