@@ -63,3 +63,11 @@ type Health struct {
 	Counts       HealthCounts
 	Reason       string // plain words
 }
+
+// QuietWriter reports whether a writer measured healthy has produced
+// nothing for longer than after: its newest subagent row is older than that
+// at now, so nothing shows the writer still works. health reports such a
+// writer stale; status and the report say so beside "healthy".
+func QuietWriter(status HealthStatus, newest *time.Time, now time.Time, after time.Duration) bool {
+	return status == HealthHealthy && newest != nil && now.Sub(*newest) > after
+}

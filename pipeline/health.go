@@ -103,10 +103,11 @@ func CheckHealth(ctx context.Context, source string, opts HealthOptions) (Health
 	r.Installation = opts.Installation
 	r.StaleAfterHours = opts.StaleAfter.Hours()
 	if h.Evaluated && h.Counts.LastObserved != nil {
-		age := opts.Now().Sub(*h.Counts.LastObserved)
+		now := opts.Now()
+		age := now.Sub(*h.Counts.LastObserved)
 		hours := math.Round(age.Hours()*100) / 100
 		r.LastObservedAgeHours = &hours
-		if r.Status == models.HealthHealthy && age > opts.StaleAfter {
+		if models.QuietWriter(r.Status, h.Counts.LastObserved, now, opts.StaleAfter) {
 			r.Status = models.HealthStale
 			r.Reason += fmt.Sprintf("; but the newest subagent row is %.1f h old, older than %s: nothing shows the writer still works (is Kandev in use?)",
 				hours, opts.StaleAfter)

@@ -90,7 +90,7 @@ func fanoutChart(in *Installation, id string, missing bool) Chart {
 		caption = "Top: no turn is proven complete, so there is no exact distribution — not a distribution of zeros. "
 	}
 	if nLower > 0 {
-		caption += fmt.Sprintf("Bottom: the %s lower-bound turns (subagents known from rows or messages, but completeness not proven: started before capture_since, or with a writer shortfall or more rows than tool calls), each at its lower bound k — the least it had: it may belong at that k or further right, so these are never added to the exact columns. ", inum(nLower))
+		caption += fmt.Sprintf("Bottom: the %s lower-bound turns (subagents known from rows or messages, but completeness not proven: started before capture_since, or with a writer shortfall or more rows than tool calls), each at its lower bound k — the least it had (fanout_lower_bound: the distinct tool calls of its rows and messages, where the fanout_distribution view counts rows): it may belong at that k or further right, so these are never added to the exact columns. ", inum(nLower))
 	} else {
 		caption += "Bottom: no lower-bound turn. "
 	}

@@ -231,7 +231,7 @@ func Render(w io.Writer, d *Data) error {
 // writerQuiet reports whether a healthy writer's newest subagent row is
 // older than WriterStaleAfter at now.
 func writerQuiet(w *WriterState, now time.Time) bool {
-	return w != nil && w.Status == string(models.HealthHealthy) && w.LastObserved != nil && now.Sub(*w.LastObserved) > WriterStaleAfter
+	return w != nil && models.QuietWriter(models.HealthStatus(w.Status), w.LastObserved, now, WriterStaleAfter)
 }
 
 func hours(h float64) string {

@@ -278,12 +278,18 @@ func TestStatusJSONExitStatusesAndRunInProgress(t *testing.T) {
 	if d, _ := st["disclosures"].([]any); len(d) == 0 || !strings.Contains(toJSON(d), `"rule":"capture_boundary"`) {
 		t.Errorf("disclosures: %v", d)
 	}
+	// The fixture's newest subagent row is months old: healthy as measured,
+	// but quiet, as 'health' and the report say; the exit status stays 0.
+	if rowAge, _ := st["newest_row_age_hours"].(float64); st["writer_quiet"] != true || rowAge < 36*24 {
+		t.Errorf("newest_row_age_hours %v, writer_quiet %v: want a quiet writer", st["newest_row_age_hours"], st["writer_quiet"])
+	}
 	if r, _ := st["runs"].([]any); len(r) != 1 {
 		t.Errorf("runs: %v", r)
 	}
 	// Text: the data's age.
 	out, _, code = runProc(t, nil, "", nil, "status", "-w", wh)
-	if code != 0 || !regexp.MustCompile(`data: +run `+ms[0].RunID+`, snapshot \S+ \S+, \d+\.\d h old\n`).MatchString(out) || strings.Contains(out, "STALE") {
+	if code != 0 || !regexp.MustCompile(`data: +run `+ms[0].RunID+`, snapshot \S+ \S+, \d+\.\d h old\n`).MatchString(out) || strings.Contains(out, "STALE") ||
+		!regexp.MustCompile(`writer health: healthy\n +but the newest subagent row is \d+ d \d+ h old, older than 36\.0 h: nothing shows the writer still works`).MatchString(out) {
 		t.Errorf("status text:\n%s", out)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -31,10 +32,12 @@ to any other file) and show, per installation: the run its current data
 comes from and how old that data is (stale when older than the staleness
 threshold of the run that built the database, --stale-after, default 36h),
 its latest attempt and whether it failed, its last runs (time, outcome,
-rows, duration), its activation state and writer health, and the
-disclosures that apply to its current data; and whether a run is in
-progress (the warehouse lock is held, by "pid N"). The source stores are
-not touched.
+rows, duration), its activation state and writer health (and, when the
+writer is healthy but its newest subagent row is older than 36 h, that
+nothing shows it still works: writer_quiet, the reason 'health' exits 8;
+status's exit does not change for it), and the disclosures that apply to
+its current data; and whether a run is in progress (the warehouse lock is
+held, by "pid N"). The source stores are not touched.
 
 Files held open (Windows): when a run could not replace warehouse.duckdb
 because another process held it open, the rebuilt database waits in
@@ -117,6 +120,12 @@ type installStatus struct {
 	Activation   *string  `json:"activation_state"`
 	TableShape   *string  `json:"subagent_table_shape"`
 	HealthStatus *string  `json:"health_status"`
+	// NewestRowAgeHours is the age now of the newest subagent row the
+	// writer-health check saw (null when it saw none, or did not run);
+	// WriterQuiet is set when the writer is healthy but that row is older
+	// than load.DefaultStaleAfter: 'health' then reports it stale.
+	NewestRowAgeHours *float64 `json:"newest_row_age_hours"`
+	WriterQuiet       bool     `json:"writer_quiet"`
 	// Alarms are the current disclosures of severity alarm (an activation
 	// key that changed).
 	Alarms      []string           `json:"alarms,omitempty"`
@@ -346,6 +355,12 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 	} else if ok {
 		severity = "severity"
 	}
+	lastObserved := "NULL::TIMESTAMPTZ"
+	if ok, err := hasColumn("writer_health", "last_observed_at"); err != nil {
+		return nil, err
+	} else if ok {
+		lastObserved = "h.last_observed_at"
+	}
 	var out []installStatus
 	for _, name := range names {
 		st := installStatus{Installation: name, Disclosures: []statusDisclosure{}, Runs: []statusRun{}}
@@ -454,14 +469,21 @@ func readStatus(ctx context.Context, db *sql.DB, last int) ([]installStatus, err
 		}
 		if hasViews {
 			var act, shape, health sql.NullString
-			err := db.QueryRowContext(ctx, `SELECT i.activation_state, i.subagent_table_shape, h.status
-				FROM installations i LEFT JOIN writer_health h USING (installation_id, run_id) WHERE installation_id = ?`, name).Scan(&act, &shape, &health)
+			var newest sql.NullTime
+			err := db.QueryRowContext(ctx, `SELECT i.activation_state, i.subagent_table_shape, h.status, `+lastObserved+`
+				FROM installations i LEFT JOIN writer_health h USING (installation_id, run_id) WHERE installation_id = ?`, name).Scan(&act, &shape, &health, &newest)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 			case err != nil:
 				return nil, err
 			default:
 				st.Activation, st.TableShape, st.HealthStatus = nullable(act), nullable(shape), nullable(health)
+				if newest.Valid {
+					now := time.Now()
+					age := math.Round(now.Sub(newest.Time).Hours()*10) / 10
+					st.NewestRowAgeHours = &age
+					st.WriterQuiet = models.QuietWriter(models.HealthStatus(health.String), &newest.Time, now, load.DefaultStaleAfter)
+				}
 			}
 			rows, err := db.QueryContext(ctx, `SELECT rule, `+severity+`, text FROM disclosures WHERE installation_id = ? ORDER BY rule`, name)
 			if err != nil {
@@ -597,6 +619,10 @@ func writeStatus(w io.Writer, sts []installStatus, lock *statusLock, settled loa
 		}
 		if st.Activation != nil || st.HealthStatus != nil {
 			printSafe(w, "  activation: %s; subagent table: %s; writer health: %s\n", deref(st.Activation), deref(st.TableShape), deref(st.HealthStatus))
+			if st.WriterQuiet {
+				printSafe(w, "  but the newest subagent row is %s old, older than %s: nothing shows the writer still works ('health' reports it stale)\n",
+					hoursText(*st.NewestRowAgeHours), hoursText(load.DefaultStaleAfter.Hours()))
+			}
 		}
 		printlnSafe(w, "  last runs:")
 		for _, r := range st.Runs {
