@@ -718,6 +718,26 @@ func TestProgressRender(t *testing.T) {
 	check()
 }
 
+// A small table read within 100 ms of its first line is still drawn at
+// its total, not left at 0/N.
+func TestProgressDrawsAFastTableAtItsTotal(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 8, 3, 12, 0, 0, 0, time.UTC)
+	var out strings.Builder
+	p := &progress{w: &out, width: 200, now: func() time.Time { return t0 }, names: []string{"prod"},
+		totals: map[string]map[string]int64{"prod": {"dim_task": 50}}, start: t0, phase: "start", phaseStart: t0}
+	p.update("prod", "dim_task", 0)
+	p.update("prod", "dim_task", 20) // within 100 ms and short of the total: not drawn
+	p.update("prod", "dim_task", 50)
+	frames := strings.Split(out.String(), "\r\x1b[K")
+	if last := frames[len(frames)-1]; !strings.Contains(last, "reading tasks 50/50 rows") {
+		t.Errorf("last frame %q, want the table at 50/50", last)
+	}
+	if strings.Contains(out.String(), "20/50") {
+		t.Errorf("a frame drawn within 100 ms short of the total: %q", out.String())
+	}
+}
+
 // On a terminal, a run shows its phases on one line that it clears at
 // the end; with JSON logs on a terminal, and under schedule, there is no
 // progress line at all.

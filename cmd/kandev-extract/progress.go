@@ -164,7 +164,10 @@ func (p *progress) update(installation, table string, rows int64) {
 	if rows > p.rows {
 		p.rows = rows
 	}
-	if changed || now.Sub(p.lastDraw) >= 100*time.Millisecond {
+	// A table read to its total is drawn at once: a small table's scan
+	// ends within the 100 ms, and its line would stay at 0/N.
+	total, known := p.totals[p.inst][table]
+	if changed || (known && rows == total) || now.Sub(p.lastDraw) >= 100*time.Millisecond {
 		p.draw()
 	}
 }
